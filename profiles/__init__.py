@@ -1,0 +1,1 @@
+"""regbot.profiles: reading profilers' output into the sample store and gCPU series."""
