@@ -1,0 +1,94 @@
+"""regbot's command line: parses arguments, dispatches through a table, turns errors into exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from regbot import __version__
+from regbot.errors import InputError, RegbotError
+
+EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exit code 2, like every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(f"{self.prog}", message.replace("\n", " "))
+
+
+def consoles() -> tuple[Console, Console]:
+    """stdout for tables, stderr for diagnostics and progress; NO_COLOR honoured by rich."""
+    return Console(), Console(stderr=True)
+
+
+def _command_ingest(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from regbot.bot import ingest_command
+
+    return ingest_command.run(args, out, err)
+
+
+def _command_gcpu(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from regbot.bot import ingest_command
+
+    return ingest_command.run_gcpu(args, out, err)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Console, Console], int]] = {
+    "ingest": _command_ingest,
+    "gcpu": _command_gcpu,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _ArgumentParser(prog="regbot", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"regbot {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_ArgumentParser)
+
+    ingest = sub.add_parser("ingest", help="parse stack-trace profiles into the sample store")
+    ingest.add_argument("profiles", nargs="+", type=Path, metavar="PROFILE")
+    ingest.add_argument("--store", required=True, type=Path, metavar="DIR")
+    ingest.add_argument("--at", metavar="T", help="time of the profiles (epoch seconds or ISO 8601)")
+    ingest.add_argument("-c", "--config", type=Path, metavar="regbot.yml")
+    ingest.add_argument("--bucket", metavar="DURATION", help="bucket width of a new store (default 60s)")
+    ingest.add_argument("--sample-type", help="pprof sample type to read (default: the first)")
+
+    gcpu = sub.add_parser("gcpu", help="build gCPU series from the sample store")
+    gcpu.add_argument("--store", required=True, type=Path, metavar="DIR")
+    gcpu.add_argument("-c", "--config", type=Path, metavar="regbot.yml")
+    gcpu.add_argument("--floor", metavar="SHARE", help="triviality floor (default 0.00001 = 0.001%%)")
+    gcpu.add_argument("--self", dest="self_share", action="store_true", help="leaf (self) share")
+    gcpu.add_argument("--top", type=int, default=15, help="rows to print (default 15)")
+    gcpu.add_argument("-o", "--output", type=Path, metavar="OUT", help="write series (.jsonl or .csv)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    out, err = consoles()
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args, out, err)
+    except InputError as error:
+        err.print(f"regbot: {error}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    except RegbotError as error:
+        err.print(f"regbot: {error}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        err.print("regbot: interrupted", markup=False)
+        return 130
+    except SystemExit as exit_:  # --help and --version
+        return int(exit_.code or 0)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,163 @@
+"""Queries over the sample store: totals, samples containing a subroutine, callers, popularity.
+
+The index holds three sparse matrices built once from the store's records:
+
+* ``counts``     buckets × stacks, the summed sample weight of each stack in each bucket;
+* ``membership`` stacks × subroutines, 1 where the stack contains the subroutine at least once
+  (a recursive subroutine counts once per sample, FBDetect §4);
+* ``leaf``       stacks × subroutines, 1 for the stack's leaf (self time).
+
+A time range is half-open, ``[start_s, end_s)`` in epoch seconds, over bucket start times; None
+means unbounded. Names are subroutines (``handle (app/views.py)``, SPEC §2) or frames as written
+(``handle (app/views.py:42)``); a name that is neither matches nothing. Each query costs one
+slice of ``counts`` (cached per range) and one sparse product, O(records in range).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+
+import numpy as np
+from scipy import sparse
+
+from regbot.profiles.model import subroutine_of
+from regbot.profiles.store import Records
+from regbot.profiles.stacks import StackTable
+
+
+class SampleIndex:
+    """Read-only queries over one snapshot of the store's records."""
+
+    def __init__(self, table: StackTable, records: Records) -> None:
+        self.frames: list[str] = list(table.frames)
+        self.bucket_times_s, bucket_rows = np.unique(records.bucket_s, return_inverse=True)
+        n_stacks = len(table.stacks)
+        self.offsets, self.stack_frames = table.stacks_csr(0)
+        self.counts = sparse.csr_matrix(
+            (records.weight, (bucket_rows.ravel(), records.stack)),
+            shape=(len(self.bucket_times_s), n_stacks),
+        )
+        self.totals = np.asarray(self.counts.sum(axis=1)).ravel()
+        sub_names = [subroutine_of(text) for text in self.frames]
+        self.subroutines, frame_sub = np.unique(np.array(sub_names, dtype=object), return_inverse=True)
+        self.subroutines = [str(s) for s in self.subroutines]
+        self.frame_subroutine = frame_sub.astype(np.int64).ravel()
+        self._sub_ids = {name: i for i, name in enumerate(self.subroutines)}
+        self._frame_ids = {text: i for i, text in enumerate(self.frames)}
+        self._range_cache: dict[tuple[int, int], np.ndarray] = {}
+
+    # -- structure ---------------------------------------------------------------------------
+    @cached_property
+    def stack_of_position(self) -> np.ndarray:
+        """For each position in ``stack_frames``, the stack it belongs to."""
+        lengths = np.diff(self.offsets)
+        return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+
+    @cached_property
+    def membership(self) -> sparse.csr_matrix:
+        subs = self.frame_subroutine[self.stack_frames] if len(self.stack_frames) else np.zeros(0, np.int64)
+        matrix = sparse.csr_matrix(
+            (np.ones(len(subs)), (self.stack_of_position, subs)),
+            shape=(len(self.offsets) - 1, len(self.subroutines)),
+        )
+        matrix.sum_duplicates()
+        matrix.data[:] = 1.0  # present at least once: recursion counts once per sample
+        return matrix
+
+    @cached_property
+    def leaf(self) -> sparse.csr_matrix:
+        lengths = np.diff(self.offsets)
+        has_frames = np.flatnonzero(lengths > 0)
+        leaf_subs = self.frame_subroutine[self.stack_frames[self.offsets[has_frames + 1] - 1]]
+        return sparse.csr_matrix(
+            (np.ones(len(has_frames)), (has_frames, leaf_subs)),
+            shape=(len(self.offsets) - 1, len(self.subroutines)),
+        )
+
+    # -- ranges ------------------------------------------------------------------------------
+    def bucket_range(self, start_s: float | None = None, end_s: float | None = None) -> tuple[int, int]:
+        first = 0 if start_s is None else int(np.searchsorted(self.bucket_times_s, start_s, "left"))
+        last = len(self.bucket_times_s) if end_s is None else int(
+            np.searchsorted(self.bucket_times_s, end_s, "left")
+        )
+        return first, max(first, last)
+
+    def stack_weights(self, start_s: float | None = None, end_s: float | None = None) -> np.ndarray:
+        """Sample weight of every stack summed over the range (dense, one entry per stack)."""
+        key = self.bucket_range(start_s, end_s)
+        cached = self._range_cache.get(key)
+        if cached is None:
+            first, last = key
+            cached = np.asarray(self.counts[first:last].sum(axis=0)).ravel()
+            if len(self._range_cache) > 8:
+                self._range_cache.clear()
+            self._range_cache[key] = cached
+        return cached
+
+    # -- queries -----------------------------------------------------------------------------
+    def stacks_with(self, name: str) -> np.ndarray:
+        """Boolean mask over stacks: those containing the subroutine (or the exact frame) ``name``."""
+        n_stacks = len(self.offsets) - 1
+        sub = self._sub_ids.get(name)
+        if sub is not None:
+            mask = np.zeros(n_stacks, dtype=bool)
+            mask[self.membership[:, sub].nonzero()[0]] = True
+            return mask
+        frame = self._frame_ids.get(name)
+        mask = np.zeros(n_stacks, dtype=bool)
+        if frame is not None:
+            mask[self.stack_of_position[self.stack_frames == frame]] = True
+        return mask
+
+    def total(self, start_s: float | None = None, end_s: float | None = None) -> float:
+        first, last = self.bucket_range(start_s, end_s)
+        return float(self.totals[first:last].sum())
+
+    def samples_with(self, name: str, start_s: float | None = None, end_s: float | None = None) -> float:
+        return float(self.stack_weights(start_s, end_s)[self.stacks_with(name)].sum())
+
+    def samples_with_any(
+        self, name: str, others: Iterable[str], start_s: float | None = None, end_s: float | None = None
+    ) -> float:
+        """Samples whose stack contains ``name`` and at least one of ``others`` (FBDetect Table 2's ℒ)."""
+        any_other = np.zeros(len(self.offsets) - 1, dtype=bool)
+        for other in others:
+            any_other |= self.stacks_with(other)
+        mask = self.stacks_with(name) & any_other
+        return float(self.stack_weights(start_s, end_s)[mask].sum())
+
+    def popularity(self, name: str, start_s: float | None = None, end_s: float | None = None) -> float:
+        """How often ``name`` appears in a random sample of the range: its inclusive share."""
+        total = self.total(start_s, end_s)
+        return self.samples_with(name, start_s, end_s) / total if total else 0.0
+
+    def callers(
+        self, name: str, start_s: float | None = None, end_s: float | None = None
+    ) -> dict[str, float]:
+        """Subroutines seen directly above ``name`` on its stacks, with the samples they carry.
+
+        A sample with ``name`` under two different callers counts for both; under the same caller
+        twice (recursion through it) once. Recursion of ``name`` into itself is not a caller.
+        """
+        target = self._position_mask(name)
+        weights = self.stack_weights(start_s, end_s)
+        positions = np.flatnonzero(target)
+        stacks = self.stack_of_position[positions]
+        not_root = positions > self.offsets[stacks]
+        positions, stacks = positions[not_root], stacks[not_root]
+        caller_subs = self.frame_subroutine[self.stack_frames[positions - 1]]
+        target_subs = self.frame_subroutine[self.stack_frames[positions]]
+        keep = (caller_subs != target_subs) & (weights[stacks] > 0)
+        pairs = np.unique(np.stack([stacks[keep], caller_subs[keep]]), axis=1)
+        if pairs.size == 0:
+            return {}
+        sums = np.bincount(pairs[1], weights=weights[pairs[0]], minlength=len(self.subroutines))
+        return {self.subroutines[i]: float(sums[i]) for i in np.flatnonzero(sums)}
+
+    def _position_mask(self, name: str) -> np.ndarray:
+        sub = self._sub_ids.get(name)
+        if sub is not None:
+            return self.frame_subroutine[self.stack_frames] == sub
+        frame = self._frame_ids.get(name)
+        return self.stack_frames == (frame if frame is not None else -1)
