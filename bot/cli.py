@@ -54,18 +54,26 @@ def build_parser() -> argparse.ArgumentParser:
     ingest = sub.add_parser("ingest", help="parse stack-trace profiles into the sample store")
     ingest.add_argument("profiles", nargs="+", type=Path, metavar="PROFILE")
     ingest.add_argument("--store", required=True, type=Path, metavar="DIR")
-    ingest.add_argument("--at", metavar="T", help="time of the profiles (epoch seconds or ISO 8601)")
+    ingest.add_argument(
+        "--at", metavar="T", help="time of the profiles (epoch seconds or ISO 8601)"
+    )
     ingest.add_argument("-c", "--config", type=Path, metavar="regbot.yml")
-    ingest.add_argument("--bucket", metavar="DURATION", help="bucket width of a new store (default 60s)")
+    ingest.add_argument(
+        "--bucket", metavar="DURATION", help="bucket width of a new store (default 60s)"
+    )
     ingest.add_argument("--sample-type", help="pprof sample type to read (default: the first)")
 
     gcpu = sub.add_parser("gcpu", help="build gCPU series from the sample store")
     gcpu.add_argument("--store", required=True, type=Path, metavar="DIR")
     gcpu.add_argument("-c", "--config", type=Path, metavar="regbot.yml")
-    gcpu.add_argument("--floor", metavar="SHARE", help="triviality floor (default 0.00001 = 0.001%%)")
+    gcpu.add_argument(
+        "--floor", metavar="SHARE", help="triviality floor (default 0.00001 = 0.001%%)"
+    )
     gcpu.add_argument("--self", dest="self_share", action="store_true", help="leaf (self) share")
     gcpu.add_argument("--top", type=int, default=15, help="rows to print (default 15)")
-    gcpu.add_argument("-o", "--output", type=Path, metavar="OUT", help="write series (.jsonl or .csv)")
+    gcpu.add_argument(
+        "-o", "--output", type=Path, metavar="OUT", help="write series (.jsonl or .csv)"
+    )
     return parser
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,7 +59,9 @@ def collect_profile_paths(paths: Iterable[Path]) -> list[Path]:
                     for p in path.rglob("*")
                     if p.is_file()
                     and not any(part.startswith(".") for part in p.relative_to(path).parts)
-                    and p.name.lower().endswith(PROFILE_SUFFIXES + tuple(s + ".gz" for s in PROFILE_SUFFIXES))
+                    and p.name.lower().endswith(
+                        PROFILE_SUFFIXES + tuple(s + ".gz" for s in PROFILE_SUFFIXES)
+                    )
                 )
             )
         elif path.is_file():
@@ -68,10 +71,10 @@ def collect_profile_paths(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-def profile_key(data: bytes, format_name: str, at_s: float | None) -> str:
-    """A profile's identity in the store: its bytes, and the time it was given when its format
-    carries none (the same folded file ingested for two different buckets is two profiles)."""
-    digest = hashlib.sha256(data).hexdigest()
+def profile_key(digest: str, format_name: str, at_s: float | None) -> str:
+    """A profile's identity in the store: the SHA-256 of its bytes, and the time it was given when
+    its format carries none (the same folded file ingested for two different buckets is two
+    profiles)."""
     if format_name in NEEDS_OUTSIDE_TIME and at_s is not None:
         return f"{digest}@{at_s:.6f}"
     return digest
@@ -94,7 +97,10 @@ def ingest_profiles(
     with locked(store_dir):
         store = open_store(store_dir, bucket_width_s)
         frames_before, stacks_before = len(store.table.frames), len(store.table.stacks)
-        results = [_ingest_one(store, path, at_s, options) for path in _announce(paths, on_file)]
+        results = [
+            _ingest_one(store, path, data, digest, at_s, options)
+            for path, data, digest in _read_ahead(paths, on_file)
+        ]
         store.commit()
         records = store.records()
     buckets = np.unique(records.bucket_s)
@@ -111,20 +117,41 @@ def ingest_profiles(
     )
 
 
-def _announce(paths: list[Path], on_file: Callable[[Path, int], None] | None) -> Iterable[Path]:
-    for path in paths:
-        yield path
-        if on_file is not None:
-            on_file(path, path.stat().st_size)
-
-
-def _ingest_one(store: SampleStore, path: Path, at_s: float | None, options: ParseOptions) -> FileResult:
+def _load(path: Path) -> tuple[bytes, str]:
     data = read_profile_bytes(path)
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def _read_ahead(
+    paths: list[Path], on_file: Callable[[Path, int], None] | None, depth: int = 2
+) -> Iterator[tuple[Path, bytes, str]]:
+    """Files with their bytes and digest, read and hashed by a worker thread a few files ahead of
+    the parser (reading and hashing release the GIL, so on two cores they cost almost nothing)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="regbot-read") as pool:
+        pending = [pool.submit(_load, p) for p in paths[:depth]]
+        for i, path in enumerate(paths):
+            data, digest = pending[0].result()
+            pending.pop(0)
+            if i + depth < len(paths):
+                pending.append(pool.submit(_load, paths[i + depth]))
+            yield path, data, digest
+            if on_file is not None:
+                on_file(path, len(data))
+
+
+def _ingest_one(
+    store: SampleStore,
+    path: Path,
+    data: bytes,
+    digest: str,
+    at_s: float | None,
+    options: ParseOptions,
+) -> FileResult:
     format_name = detect_format(path, data[:4096])
     when = at_s
     if when is None and format_name in NEEDS_OUTSIDE_TIME:
         when = time_from_file_name(path.name)
-    key = profile_key(data, format_name, when)
+    key = profile_key(digest, format_name, when)
     if store.has(key):
         return FileResult(str(path), format_name, 0.0, 0, skipped=True)
     samples = parse_profile(
@@ -132,6 +159,10 @@ def _ingest_one(store: SampleStore, path: Path, at_s: float | None, options: Par
     )
     store.add(samples, key)
     return FileResult(
-        str(path), format_name, float(samples.weights.sum()), len(samples.stack_ids), False,
+        str(path),
+        format_name,
+        float(samples.weights.sum()),
+        len(samples.stack_ids),
+        False,
         samples.sample_type,
     )

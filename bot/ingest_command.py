@@ -52,7 +52,11 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     with progress:
         task = progress.add_task(f"ingesting {len(paths)} files", total=total_bytes)
         summary = ingest_profiles(
-            paths, args.store, at_s=at_s, bucket_width_s=bucket_s, options=options,
+            paths,
+            args.store,
+            at_s=at_s,
+            bucket_width_s=bucket_s,
+            options=options,
             on_file=lambda _path, size: progress.advance(task, size),
         )
     out.print(ingest_table(summary))

@@ -34,7 +34,10 @@ def ingest_table(summary: IngestSummary) -> Table:
     for name in sorted(by_format):
         unit = ", ".join(sorted(types.get(name, ()))) or "-"
         table.add_row(
-            name, str(by_format[name]), str(skipped[name]), f"{records[name]:,}",
+            name,
+            str(by_format[name]),
+            str(skipped[name]),
+            f"{records[name]:,}",
             f"{samples[name]:,.6g} ({unit})",
         )
     span = (
@@ -53,18 +56,25 @@ def ingest_table(summary: IngestSummary) -> Table:
 def gcpu_table(matrix: GcpuMatrix, top: int) -> Table:
     """The ``top`` subroutines by gCPU over the whole range, with first and last bucket."""
     kind = "self" if matrix.self_share else "inclusive"
-    table = Table(title=f"top {min(top, len(matrix.subroutines))} gCPU series ({kind})", show_edge=False)
+    table = Table(
+        title=f"top {min(top, len(matrix.subroutines))} gCPU series ({kind})", show_edge=False
+    )
     table.add_column("series")
     table.add_column("gCPU overall", justify="right")
     table.add_column("first bucket", justify="right")
     table.add_column("last bucket", justify="right")
     table.add_column("points", justify="right")
-    order = sorted(range(len(matrix.subroutines)), key=lambda i: (-matrix.overall[i], matrix.subroutines[i]))
+    order = sorted(
+        range(len(matrix.subroutines)), key=lambda i: (-matrix.overall[i], matrix.subroutines[i])
+    )
     for i in order[:top]:
         row = matrix.values[i]
         table.add_row(
-            f"gcpu:{matrix.subroutines[i]}", f"{matrix.overall[i]:.4%}", f"{row[0]:.4%}",
-            f"{row[-1]:.4%}", str(len(row)),
+            f"gcpu:{matrix.subroutines[i]}",
+            f"{matrix.overall[i]:.4%}",
+            f"{row[0]:.4%}",
+            f"{row[-1]:.4%}",
+            str(len(row)),
         )
     table.caption = f"{len(matrix.subroutines):,} series above the triviality floor"
     return table

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from itertools import repeat
+
 import numpy as np
 
 from regbot.errors import InputError
 from regbot.profiles.model import ParseOptions, ProfileSamples
 from regbot.profiles.stacks import StackTable
+
+# A `(` followed, before any `)` or `(`, by a `;`: a semicolon inside parentheses.
+_SEMICOLON_IN_PARENS = re.compile(r"\([^()]*;")
 
 
 def split_folded(stack_text: str) -> list[str]:
@@ -22,7 +28,7 @@ def split_folded(stack_text: str) -> list[str]:
     if not stack_text:
         return []
     pieces = stack_text.split(";")
-    if "(" not in stack_text:
+    if "(" not in stack_text or not _SEMICOLON_IN_PARENS.search(stack_text):
         return pieces
     frames: list[str] = []
     pending: str | None = None
@@ -47,7 +53,9 @@ def parse_folded(
     are skipped; a line ``" 5"`` (empty stack, py-spy's idle or native-only samples) counts
     toward the bucket's total but contains no frame. Counts may be integers or decimals (some
     tools write weighted folded files); negative, non-finite or missing counts are errors that
-    name the line. O(lines); a stack seen before costs one dictionary lookup.
+    name the line. O(lines); a stack seen before costs one dictionary lookup of its bytes.
+    Frame text is UTF-8; bytes that are not (native symbols can be anything) are kept with
+    ``surrogateescape`` rather than refused.
     """
     if at_s is None:
         raise InputError(
@@ -55,13 +63,9 @@ def parse_folded(
             "a time for this folded file: pass --at, or start the file name with epoch seconds "
             "or an ISO 8601 time (1732262400.folded, 2026-11-22T10:00:00Z-web01.folded)",
         )
-    text = _decode(data, source)
-    lines = text.splitlines()
+    lines = data.splitlines()
     try:
-        stack_ids, counts = _parse_lines_fast(lines, table)
-        weights = np.array(counts, dtype=np.float64)
-        if len(weights) and not (np.isfinite(weights).all() and weights.min() >= 0):
-            raise ValueError
+        stack_ids, weights = _parse_lines_fast(lines, table)
     except ValueError:
         stack_ids, weights_list = _parse_lines_checked(lines, table, source)
         weights = np.array(weights_list, dtype=np.float64)
@@ -69,48 +73,43 @@ def parse_folded(
     return ProfileSamples(source, np.full(len(ids), float(at_s)), ids, weights, "samples")
 
 
-def _decode(data: bytes, source: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        # Native symbols are bytes; keep every byte rather than refuse the file.
-        return data.decode("utf-8", errors="surrogateescape")
-
-
-def _parse_lines_fast(lines: list[str], table: StackTable) -> tuple[list[int], list[str]]:
-    """The hot loop: no validation beyond what raises ValueError for the checked path to explain."""
-    get = table._folded_ids.get
-    intern = table.intern_folded
-    stack_ids: list[int] = []
-    counts: list[str] = []
-    add_id = stack_ids.append
-    add_count = counts.append
-    for line in lines:
-        stack, sep, count = line.rpartition(" ")
-        if not sep:
-            raise ValueError(line)
-        stack_id = get(stack)
-        add_id(intern(stack) if stack_id is None else stack_id)
-        add_count(count)
-    return stack_ids, counts
+def _parse_lines_fast(lines: list[bytes], table: StackTable) -> tuple[list[int], np.ndarray]:
+    """The hot path, on bytes and in C-level ``map``/``zip`` loops (frames are decoded once, when a
+    stack is first seen). Takes only well-formed files with integer counts; anything else raises
+    ValueError and the checked path parses the file again and names the bad line."""
+    if not lines:
+        return [], np.zeros(0, dtype=np.float64)
+    stacks, separators, counts = zip(*map(bytes.rpartition, lines, repeat(b" ")))
+    if b"" in separators:
+        raise ValueError("a line without a count")
+    stack_ids = list(map(table._folded_ids.get, stacks))
+    if None in stack_ids:
+        intern = table.intern_folded
+        stack_ids = [intern(stack) if sid is None else sid for sid, stack in zip(stack_ids, stacks)]
+    weights = np.array(list(map(int, counts)), dtype=np.float64)
+    if weights.min() < 0:
+        raise ValueError("a negative count")
+    return stack_ids, weights
 
 
 def _parse_lines_checked(
-    lines: list[str], table: StackTable, source: str
+    lines: list[bytes], table: StackTable, source: str
 ) -> tuple[list[int], list[float]]:
     stack_ids: list[int] = []
     weights: list[float] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        stack, sep, count_text = line.rstrip().rpartition(" ")
+        stack, sep, count_text = line.rstrip().rpartition(b" ")
         try:
             count = float(count_text)
         except ValueError:
             count = float("nan")
         if not sep or not (count >= 0 and count != float("inf")):
             raise InputError(
-                f"{source}:{number}", "'frame;frame;...;frame COUNT' with a count >= 0", line
+                f"{source}:{number}",
+                "'frame;frame;...;frame COUNT' with a count >= 0",
+                line.decode("utf-8", "replace"),
             )
         stack_ids.append(table.intern_folded(stack))
         weights.append(count)

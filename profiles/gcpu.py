@@ -49,9 +49,11 @@ def build_gcpu(
     grand_total = float(totals.sum())
     column_sums = np.asarray(inclusive.sum(axis=0)).ravel()
     overall = column_sums / grand_total if grand_total else np.zeros_like(column_sums)
-    keep = np.flatnonzero(overall >= floor)
+    keep = np.flatnonzero((overall >= floor) & (overall > 0))
     chosen = inclusive[:, keep].toarray().T  # subroutines × buckets
     with np.errstate(invalid="ignore", divide="ignore"):
         values = np.where(totals > 0, chosen / np.where(totals > 0, totals, 1.0), 0.0)
     names = [index.subroutines[i] for i in keep]
-    return GcpuMatrix(names, index.bucket_times_s.astype(np.float64), values, overall[keep], self_share)
+    return GcpuMatrix(
+        names, index.bucket_times_s.astype(np.float64), values, overall[keep], self_share
+    )

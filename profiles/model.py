@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Mapping
 
 import numpy as np
 
@@ -55,7 +55,9 @@ def parse_frame(text: str) -> FrameInfo:
     match = _NAME_FILE_LINE.match(text)
     if match and _looks_like_file(match.group("file")):
         line = match.group("line")
-        return FrameInfo(text, match.group("function"), match.group("file"), int(line) if line else None)
+        return FrameInfo(
+            text, match.group("function"), match.group("file"), int(line) if line else None
+        )
     return FrameInfo(text, _ANNOTATION.sub("", text))
 
 

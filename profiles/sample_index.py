@@ -22,8 +22,8 @@ import numpy as np
 from scipy import sparse
 
 from regbot.profiles.model import subroutine_of
-from regbot.profiles.store import Records
 from regbot.profiles.stacks import StackTable
+from regbot.profiles.store import Records
 
 
 class SampleIndex:
@@ -40,7 +40,9 @@ class SampleIndex:
         )
         self.totals = np.asarray(self.counts.sum(axis=1)).ravel()
         sub_names = [subroutine_of(text) for text in self.frames]
-        self.subroutines, frame_sub = np.unique(np.array(sub_names, dtype=object), return_inverse=True)
+        self.subroutines, frame_sub = np.unique(
+            np.array(sub_names, dtype=object), return_inverse=True
+        )
         self.subroutines = [str(s) for s in self.subroutines]
         self.frame_subroutine = frame_sub.astype(np.int64).ravel()
         self._sub_ids = {name: i for i, name in enumerate(self.subroutines)}
@@ -56,7 +58,11 @@ class SampleIndex:
 
     @cached_property
     def membership(self) -> sparse.csr_matrix:
-        subs = self.frame_subroutine[self.stack_frames] if len(self.stack_frames) else np.zeros(0, np.int64)
+        subs = (
+            self.frame_subroutine[self.stack_frames]
+            if len(self.stack_frames)
+            else np.zeros(0, np.int64)
+        )
         matrix = sparse.csr_matrix(
             (np.ones(len(subs)), (self.stack_of_position, subs)),
             shape=(len(self.offsets) - 1, len(self.subroutines)),
@@ -76,10 +82,14 @@ class SampleIndex:
         )
 
     # -- ranges ------------------------------------------------------------------------------
-    def bucket_range(self, start_s: float | None = None, end_s: float | None = None) -> tuple[int, int]:
+    def bucket_range(
+        self, start_s: float | None = None, end_s: float | None = None
+    ) -> tuple[int, int]:
         first = 0 if start_s is None else int(np.searchsorted(self.bucket_times_s, start_s, "left"))
-        last = len(self.bucket_times_s) if end_s is None else int(
-            np.searchsorted(self.bucket_times_s, end_s, "left")
+        last = (
+            len(self.bucket_times_s)
+            if end_s is None
+            else int(np.searchsorted(self.bucket_times_s, end_s, "left"))
         )
         return first, max(first, last)
 
@@ -114,11 +124,17 @@ class SampleIndex:
         first, last = self.bucket_range(start_s, end_s)
         return float(self.totals[first:last].sum())
 
-    def samples_with(self, name: str, start_s: float | None = None, end_s: float | None = None) -> float:
+    def samples_with(
+        self, name: str, start_s: float | None = None, end_s: float | None = None
+    ) -> float:
         return float(self.stack_weights(start_s, end_s)[self.stacks_with(name)].sum())
 
     def samples_with_any(
-        self, name: str, others: Iterable[str], start_s: float | None = None, end_s: float | None = None
+        self,
+        name: str,
+        others: Iterable[str],
+        start_s: float | None = None,
+        end_s: float | None = None,
     ) -> float:
         """Samples whose stack contains ``name`` and at least one of ``others`` (FBDetect Table 2's ℒ)."""
         any_other = np.zeros(len(self.offsets) - 1, dtype=bool)
@@ -127,7 +143,9 @@ class SampleIndex:
         mask = self.stacks_with(name) & any_other
         return float(self.stack_weights(start_s, end_s)[mask].sum())
 
-    def popularity(self, name: str, start_s: float | None = None, end_s: float | None = None) -> float:
+    def popularity(
+        self, name: str, start_s: float | None = None, end_s: float | None = None
+    ) -> float:
         """How often ``name`` appears in a random sample of the range: its inclusive share."""
         total = self.total(start_s, end_s)
         return self.samples_with(name, start_s, end_s) / total if total else 0.0

@@ -7,6 +7,22 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 
+class _Ids(dict):
+    """text -> dense id; a missing text gets the next id (and is appended to ``order``) in C-speed
+    ``map(ids.__getitem__, texts)`` loops."""
+
+    __slots__ = ("order",)
+
+    def __init__(self, order: list) -> None:
+        super().__init__()
+        self.order = order
+
+    def __missing__(self, key: object) -> int:
+        value = self[key] = len(self.order)
+        self.order.append(key)
+        return value
+
+
 class StackTable:
     """Frames and stacks, each stored once and named by a dense integer id.
 
@@ -19,20 +35,16 @@ class StackTable:
 
     def __init__(self) -> None:
         self.frames: list[str] = []
-        self._frame_ids: dict[str, int] = {}
+        self._frame_ids: _Ids = _Ids(self.frames)
         self.stacks: list[tuple[int, ...]] = []
         self._stack_ids: dict[tuple[int, ...], int] = {}
-        self._folded_ids: dict[str, int] = {}
+        self._folded_ids: dict[bytes, int] = {}
 
     def __len__(self) -> int:
         return len(self.stacks)
 
     def intern_frame(self, text: str) -> int:
-        frame_id = self._frame_ids.get(text)
-        if frame_id is None:
-            frame_id = self._frame_ids[text] = len(self.frames)
-            self.frames.append(text)
-        return frame_id
+        return self._frame_ids[text]
 
     def intern_stack_ids(self, frame_ids: tuple[int, ...]) -> int:
         stack_id = self._stack_ids.get(frame_ids)
@@ -43,23 +55,23 @@ class StackTable:
 
     def intern_stack(self, frames: Iterable[str]) -> int:
         """Id of the stack with these frame texts, root first."""
-        intern = self.intern_frame
-        return self.intern_stack_ids(tuple(intern(text) for text in frames))
+        return self.intern_stack_ids(tuple(map(self._frame_ids.__getitem__, frames)))
 
-    def intern_folded(self, stack_text: str) -> int:
-        """Id of a folded stack written ``root;...;leaf`` (see ``profiles.folded.split_folded``)."""
+    def intern_folded(self, stack_text: bytes) -> int:
+        """Id of a folded stack written ``root;...;leaf`` in UTF-8 bytes (see
+        ``profiles.folded.split_folded``); cached by its bytes, so a repeat costs one lookup."""
         stack_id = self._folded_ids.get(stack_text)
         if stack_id is None:
             from regbot.profiles.folded import split_folded
 
-            stack_id = self._folded_ids[stack_text] = self.intern_stack(split_folded(stack_text))
+            text = stack_text.decode("utf-8", "surrogateescape")
+            stack_id = self._folded_ids[stack_text] = self.intern_stack(split_folded(text))
         return stack_id
 
     def extend(self, frames: Sequence[str], offsets: np.ndarray, frame_ids: np.ndarray) -> None:
         """Append stored frames and stacks (CSR form: ``frame_ids[offsets[i]:offsets[i+1]]``)."""
         for text in frames:
-            self._frame_ids[text] = len(self.frames)
-            self.frames.append(text)
+            self._frame_ids[text]  # appends to self.frames
         flat = frame_ids.tolist()
         bounds = offsets.tolist()
         for start, end in zip(bounds[:-1], bounds[1:]):

@@ -58,19 +58,21 @@ def aggregate_records(bucket_s: np.ndarray, stack: np.ndarray, weight: np.ndarra
     """Sum weights of equal (bucket, stack) pairs; O(n log n) in the number of rows."""
     if len(bucket_s) == 0:
         return Records.empty()
-    order = np.lexsort((stack, bucket_s))
-    bucket_s, stack, weight = bucket_s[order], stack[order], weight[order]
-    starts = np.flatnonzero(
-        np.concatenate(([True], (bucket_s[1:] != bucket_s[:-1]) | (stack[1:] != stack[:-1])))
-    )
-    return Records(bucket_s[starts], stack[starts], np.add.reduceat(weight, starts))
+    buckets, bucket_rows = np.unique(bucket_s, return_inverse=True)
+    width = int(stack.max()) + 1
+    combined = bucket_rows.ravel().astype(np.int64) * width + stack
+    order = np.argsort(combined, kind="stable")
+    combined = combined[order]
+    starts = np.flatnonzero(np.concatenate(([True], combined[1:] != combined[:-1])))
+    keys = combined[starts]
+    return Records(buckets[keys // width], keys % width, np.add.reduceat(weight[order], starts))
 
 
 def bucket_start(times_s: np.ndarray, bucket_width_s: int) -> np.ndarray:
     """Start of the bucket each time falls in: floor(t / width) * width, as int64 epoch seconds."""
-    return (np.floor(np.asarray(times_s, dtype=np.float64) / bucket_width_s) * bucket_width_s).astype(
-        np.int64
-    )
+    return (
+        np.floor(np.asarray(times_s, dtype=np.float64) / bucket_width_s) * bucket_width_s
+    ).astype(np.int64)
 
 
 class SampleStore:
@@ -212,18 +214,26 @@ def open_store(path: Path, bucket_width_s: int | None = None) -> SampleStore:
         raise InputError(str(path), "a directory for the sample store", "a file")
     if not manifest_path.exists():
         if path.is_dir() and any(not p.name.startswith(".") for p in path.iterdir()):
-            raise InputError(str(path), "an empty directory or a regbot sample store (manifest.json)")
+            raise InputError(
+                str(path), "an empty directory or a regbot sample store (manifest.json)"
+            )
         return SampleStore(path, bucket_width_s or 60)
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise InputError(str(manifest_path), "a regbot store manifest (JSON)", str(error)) from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise InputError(str(manifest_path), f"format {FORMAT!r}", manifest.get("format") if isinstance(manifest, dict) else manifest)
+        raise InputError(
+            str(manifest_path),
+            f"format {FORMAT!r}",
+            manifest.get("format") if isinstance(manifest, dict) else manifest,
+        )
     width = int(manifest["bucket_width_s"])
     if bucket_width_s is not None and bucket_width_s != width:
         raise InputError(
-            str(path), f"bucket width {width}s (the store's own); it cannot change", f"{bucket_width_s}s"
+            str(path),
+            f"bucket width {width}s (the store's own); it cannot change",
+            f"{bucket_width_s}s",
         )
     store = SampleStore(path, width)
     for name in manifest["segments"]:
@@ -240,9 +250,7 @@ def _load_segment(store: SampleStore, file: Path) -> None:
         with np.load(file) as segment:
             frames = json.loads(segment["frames_json"].tobytes().decode("utf-8", "surrogatepass"))
             store.table.extend(frames, segment["stack_offsets"], segment["stack_frames"])
-            store._parts.append(
-                Records(segment["bucket_s"], segment["stack"], segment["weight"])
-            )
+            store._parts.append(Records(segment["bucket_s"], segment["stack"], segment["weight"]))
     except (OSError, ValueError, KeyError) as error:
         raise InputError(str(file), "a readable regbot store segment", str(error)) from None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from regbot.errors import InputError
 
@@ -28,7 +28,7 @@ def parse_time(value: object, where: str) -> float:
     if isinstance(value, (int, float)):
         seconds = float(value)
     elif isinstance(value, datetime):
-        moment = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
         return moment.timestamp()
     elif isinstance(value, str):
         text = value.strip()
@@ -40,7 +40,7 @@ def parse_time(value: object, where: str) -> float:
             except ValueError:
                 raise InputError(where, "a time (epoch seconds or ISO 8601)", value) from None
             if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=timezone.utc)
+                moment = moment.replace(tzinfo=UTC)
             return moment.timestamp()
     else:
         raise InputError(where, "a time (epoch seconds or ISO 8601)", value)
@@ -75,4 +75,4 @@ def time_from_file_name(name: str) -> float | None:
 
 def format_time(seconds: float) -> str:
     """ISO 8601 in UTC, to the second, for tables and messages."""
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
