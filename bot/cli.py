@@ -77,8 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    out, err = consoles()
+def main(
+    argv: Sequence[str] | None = None, *, out: Console | None = None, err: Console | None = None
+) -> int:
+    """Run one command; ``out``/``err`` may be injected (tests pass ``Console(file=StringIO())``)."""
+    if out is None or err is None:
+        default_out, default_err = consoles()
+        out, err = out or default_out, err or default_err
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args, out, err)
