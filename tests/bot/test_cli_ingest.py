@@ -116,3 +116,18 @@ def test_bad_arguments_exit_2(tmp_path: Path, monkeypatch, argv, message) -> Non
     assert code == 2
     assert message in err
     assert "Traceback" not in err
+
+
+def test_config_sets_bucket_and_bad_config_exits_2(tmp_path: Path) -> None:
+    config = tmp_path / "regbot.yml"
+    config.write_text("profiles:\n  bucket: 5m\n")
+    store = tmp_path / "store"
+    code, out, err = run("ingest", str(EXAMPLES), "--store", str(store), "-c", str(config))
+    assert code == 0, err
+    assert "2 time buckets of 300s" in out  # 10:00-10:04 and 10:05
+    config.write_text("profiles:\n  bucket: [1, 2]\n")
+    code, _, err = run("ingest", str(EXAMPLES), "--store", str(tmp_path / "s2"), "-c", str(config))
+    assert code == 2 and "profiles.bucket" in err
+    config.write_text("profiles:\n  buckett: 5m\n")
+    code, _, err = run("ingest", str(EXAMPLES), "--store", str(tmp_path / "s2"), "-c", str(config))
+    assert code == 2 and "buckett" in err and "unknown key" in err

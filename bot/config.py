@@ -1,0 +1,563 @@
+"""The `regbot.yml` reader (SPEC §5): YAML in, a frozen ``Config`` out, every key checked here.
+
+Rules, fixed here once:
+
+* Every field has a default, so an empty file, a file holding only ``null``, or no file at all
+  is valid. A key written with no value (``gate:`` or ``min_delta: null``) keeps its default.
+* Unknown keys are an ``InputError`` naming the full dotted key path and the keys expected there;
+  wrong types name the key, the expected type and the value. Errors carry the line of the key
+  when the YAML gives one (``regbot.yml:12: gate.min_delta: expected a number, found 'abc'``).
+* Numbers may be written in any form Python's ``float()`` accepts, text included: YAML 1.1 reads
+  ``2e-05`` as a string. Durations are ``90s``, ``30m``, ``4h``, ``10d`` (or plain seconds).
+* Relative paths are relative to the directory of the config file (of the current directory
+  when there is no file). ``~`` is expanded.
+* Workloads: the built-in ``default`` is always there (the SPEC §5 example: absolute 0.0001,
+  10d / 4h / 6h, re-run every 2h); entries under ``workloads:`` add workloads or replace it. A
+  workload starts from its ``preset`` (a row of FBDetect Table 1, see ``presets.py``) or else
+  from the built-in default, and overrides what it writes: ``threshold`` as a whole (exactly one
+  of ``absolute`` / ``relative``), ``windows`` field by field, ``rerun_interval``.
+* The dataclasses store what was read, unchanged; nothing validates them again.
+
+Each settings field declares its YAML key (the field name without a unit suffix such as ``_s``)
+and its converter next to its default, so the schema is read in one place; one generic walk
+(``_read_section``) applies it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, TypeVar, cast, get_args
+
+import yaml
+
+from regbot.bot.presets import (
+    DEFAULT_WORKLOAD,
+    HOUR_S,
+    WORKLOAD_PRESETS,
+    Threshold,
+    ThresholdMode,
+    Windows,
+    WorkloadSettings,
+)
+from regbot.errors import InputError
+from regbot.timefmt import parse_duration
+
+CONFIG_NAME = "regbot.yml"
+FailOn = Literal["high-confidence", "any", "never"]
+OnMissingBaseline = Literal["neutral", "fail", "pass"]
+Confidence = Literal["high", "low"]
+T = TypeVar("T")
+Read = Callable[["_Reader", object, str], Any]
+
+
+class _Reader:
+    """Where messages point (``file:line: dotted.key``), and what relative paths are anchored to."""
+
+    def __init__(self, source: str, base_dir: Path, lines: Mapping[str, int]) -> None:
+        self.source = source
+        self.base_dir = base_dir
+        self.lines = lines
+
+    def where(self, key: str) -> str:
+        line = self.lines.get(key)
+        return f"{self.source}:{line}: {key}" if line else f"{self.source}: {key}"
+
+    def section(self, value: object, key: str, allowed: tuple[str, ...]) -> dict[str, object]:
+        """A mapping with only ``allowed`` keys (None counts as empty)."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            where = self.where(key) if key else self.source
+            raise InputError(where, "a mapping (key: value)", value)
+        for name in value:
+            child = f"{key}.{name}" if key else str(name)
+            if not isinstance(name, str):
+                raise InputError(self.where(child), "a key that is text", name)
+            if name not in allowed:
+                expected = "one of " + ", ".join(allowed)
+                raise InputError(f"{self.where(child)}: unknown key", expected)
+        return value
+
+    def take(
+        self,
+        mapping: Mapping[str, object],
+        key: str,
+        name: str,
+        convert: Callable[[object, str], T],
+        default: T,
+    ) -> T:
+        """``mapping[name]`` converted, or ``default`` when absent or null."""
+        value = mapping.get(name)
+        if value is None:
+            return default
+        return convert(value, self.where(f"{key}.{name}" if key else name))
+
+    def path(self, value: object, key: str) -> Path:
+        """A path, a relative one anchored at the config file's directory."""
+        return self.base_dir / Path(_text(value, self.where(key))).expanduser()
+
+    def paths(self, value: object, key: str) -> tuple[Path, ...]:
+        """One path or a list of them."""
+        if not isinstance(value, list):
+            return (self.path(value, key),)
+        return tuple(self.path(item, f"{key}[{i}]") for i, item in enumerate(value))
+
+
+# --- scalar converters: (value, where) -> value -------------------------------------------------
+
+
+def _number(value: object, where: str) -> float:
+    """A finite number from a YAML number or any text ``float()`` accepts (``2e-05``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(where, "a number", value)
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (ValueError, OverflowError):
+        raise InputError(where, "a number", value) from None
+    if not math.isfinite(number):
+        raise InputError(where, "a finite number", value)
+    return number
+
+
+def _non_negative(value: object, where: str) -> float:
+    number = _number(value, where)
+    if number < 0:
+        raise InputError(where, "a number >= 0", value)
+    return number
+
+
+def _share(value: object, where: str) -> float:
+    number = _number(value, where)
+    if not 0 <= number <= 1:
+        raise InputError(where, "a number between 0 and 1", value)
+    return number
+
+
+def _count(value: object, where: str) -> int:
+    """A whole number >= 0 (``5``, ``5.0`` and ``"5"`` alike)."""
+    number = _number(value, where)
+    if number < 0 or number != int(number):
+        raise InputError(where, "a whole number >= 0", value)
+    return int(number)
+
+
+def _boolean(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(where, "true or false", value)
+    return value
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(where, "a non-empty string", value)
+    return value
+
+
+def _words(value: object, where: str) -> frozenset[str]:
+    """One word or a list of them."""
+    if not isinstance(value, list):
+        return frozenset({_text(value, where)})
+    return frozenset(_text(item, f"{where}[{i}]") for i, item in enumerate(value))
+
+
+def _one_of(value: object, where: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise InputError(where, "one of " + ", ".join(choices), value)
+    return value
+
+
+def _fail_on(value: object, where: str) -> FailOn:
+    return cast(FailOn, _one_of(value, where, get_args(FailOn)))
+
+
+def _on_missing_baseline(value: object, where: str) -> OnMissingBaseline:
+    return cast(OnMissingBaseline, _one_of(value, where, get_args(OnMissingBaseline)))
+
+
+def _confidence(value: object, where: str) -> Confidence:
+    return cast(Confidence, _one_of(value, where, get_args(Confidence)))
+
+
+def _duration(value: object, where: str) -> float:
+    """A positive duration: ``90s``, ``30m``, ``4h``, ``10d`` or seconds."""
+    return parse_duration(value, where)
+
+
+_ZERO = re.compile(r"^\s*0+(?:\.0*)?\s*(?:ms|s|m|h|d|w)?\s*$")
+
+
+def _duration_or_zero(value: object, where: str) -> float:
+    """A duration that may be 0 (``0``, ``0s``, ``0h``...), for the optional extended window."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    if isinstance(value, str) and _ZERO.match(value):
+        return 0.0
+    return parse_duration(value, where)
+
+
+def _regex(value: object, where: str) -> str:
+    text = _text(value, where)
+    try:
+        re.compile(text)
+    except re.error as error:
+        raise InputError(where, f"a regular expression ({error.msg})", text) from None
+    return text
+
+
+def _url(value: object, where: str) -> str:
+    text = _text(value, where)
+    if not text.startswith(("http://", "https://")):
+        raise InputError(where, "an http:// or https:// URL", text)
+    return text
+
+
+def _github_repository(value: object, where: str) -> str:
+    text = _text(value, where)
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", text):
+        raise InputError(where, "owner/name", text)
+    return text
+
+
+# --- field declarations ---------------------------------------------------------------------
+
+
+def _setting(default: object, convert: Callable[[object, str], object]) -> Any:
+    """A field read by ``convert(value, where)``; its YAML key is the field name without its
+    unit suffix (``merge_gap_s`` is written ``merge_gap``)."""
+    read: Read = lambda r, value, at: convert(value, r.where(at))  # noqa: E731
+    return field(default=default, metadata={"read": read})
+
+
+def _required(convert: Callable[[object, str], object]) -> Any:
+    read: Read = lambda r, value, at: convert(value, r.where(at))  # noqa: E731
+    return field(metadata={"read": read})
+
+
+def _path(default: str) -> Any:
+    """A path field; its default, like any relative path written, is anchored at the config
+    file's directory."""
+    return field(default=Path(default), metadata={"read": _Reader.path})
+
+
+def _paths() -> Any:
+    return field(default=(), metadata={"read": _Reader.paths})
+
+
+def _nested(cls: type, *, optional: bool = False) -> Any:
+    """A nested section (a settings dataclass), read even when not written so that its paths
+    are anchored; ``optional``: None when not written."""
+    read: Read = lambda r, value, at: _read_section(r, cls, value, at)  # noqa: E731
+    default = None if optional else cls()
+    return field(default=default, metadata={"read": read, "always": not optional})
+
+
+def _named_list(cls: type) -> Any:
+    """A list of nested sections, each with a distinct ``name``."""
+
+    def read(r: _Reader, value: object, key: str) -> tuple[Any, ...]:
+        if not isinstance(value, list):
+            raise InputError(r.where(key), "a list", value)
+        items = tuple(_read_section(r, cls, item, f"{key}[{i}]") for i, item in enumerate(value))
+        names = [item.name for item in items]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise InputError(r.where(f"{key}[{i}].name"), "a name not used before", name)
+        return items
+
+    return field(default=(), metadata={"read": read})
+
+
+def _read_section(r: _Reader, cls: type[T], value: object, key: str, **given: object) -> T:
+    """Build ``cls`` from a YAML mapping by its fields' declarations; absent or null keys keep
+    the field's default; ``given`` fills fields that are not YAML keys."""
+    declared = {
+        f.name.removesuffix("_s"): f
+        for f in fields(cls)  # type: ignore[arg-type]
+        if "read" in f.metadata
+    }
+    mapping = r.section(value, key, tuple(declared))
+    for name, f in declared.items():
+        child = f"{key}.{name}" if key else name
+        item = mapping.get(name)
+        if item is not None or f.metadata.get("always"):
+            given[f.name] = f.metadata["read"](r, item, child)
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise InputError(r.where(key), f"a value for {name}")
+        elif isinstance(f.default, Path):
+            given[f.name] = r.base_dir / f.default
+    return cls(**given)
+
+
+# --- workloads: presets and the built-in default as the base of each --------------------------
+
+
+def _workloads(r: _Reader, value: object, key: str) -> dict[str, WorkloadSettings]:
+    if not isinstance(value, dict):
+        raise InputError(r.where(key), "a mapping of workload names to settings", value)
+    workloads = _default_workloads()
+    for name, settings in value.items():
+        if not isinstance(name, str) or not name:
+            raise InputError(r.where(f"{key}.{name}"), "a workload name (text)", name)
+        workloads[name] = _workload(r, settings, f"{key}.{name}")
+    return workloads
+
+
+def _default_workloads() -> dict[str, WorkloadSettings]:
+    return {"default": DEFAULT_WORKLOAD}
+
+
+def _workload(r: _Reader, value: object, key: str) -> WorkloadSettings:
+    d = r.section(value, key, ("preset", "threshold", "windows", "rerun_interval"))
+    preset = r.take(d, key, "preset", lambda v, w: _one_of(v, w, tuple(WORKLOAD_PRESETS)), None)
+    base = WORKLOAD_PRESETS[preset] if preset else DEFAULT_WORKLOAD
+    threshold = d.get("threshold")
+    at, at_threshold = f"{key}.windows", f"{key}.threshold"
+    windows = r.section(d.get("windows"), at, ("historical", "analysis", "extended"))
+    return WorkloadSettings(
+        threshold=base.threshold if threshold is None else _threshold(r, threshold, at_threshold),
+        windows=Windows(
+            historical_s=r.take(windows, at, "historical", _duration, base.windows.historical_s),
+            analysis_s=r.take(windows, at, "analysis", _duration, base.windows.analysis_s),
+            extended_s=r.take(windows, at, "extended", _duration_or_zero, base.windows.extended_s),
+        ),
+        rerun_interval_s=r.take(d, key, "rerun_interval", _duration, base.rerun_interval_s),
+        preset=preset,
+    )
+
+
+def _threshold(r: _Reader, value: object, key: str) -> Threshold:
+    d = r.section(value, key, ("absolute", "relative"))
+    given = [mode for mode in ("absolute", "relative") if d.get(mode) is not None]
+    if len(given) != 1:
+        raise InputError(r.where(key), "exactly one of absolute, relative", value)
+    mode: ThresholdMode = "absolute" if given == ["absolute"] else "relative"
+    return Threshold(mode, _non_negative(d[mode], r.where(f"{key}.{mode}")))
+
+
+# --- the settings --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RepositorySettings:
+    """``path``: the git checkout whose commits are the candidates; ``github``: ``owner/name``
+    where the PRs live (None: offline, no comments and no status)."""
+
+    path: Path = _path(".")
+    github: str | None = _setting(None, _github_repository)
+
+
+@dataclass(frozen=True, slots=True)
+class PrometheusQuery:
+    """One PromQL query; each series it returns becomes a series ``<name>{labels}`` of ``kind``."""
+
+    name: str = _required(_text)
+    query: str = _required(_text)
+    kind: str = _setting("metric", _text)
+    unit: str | None = _setting(None, _text)
+
+
+@dataclass(frozen=True, slots=True)
+class PrometheusSource:
+    """A Prometheus server: range queries over the release window, ``step_s`` apart."""
+
+    url: str = _required(_url)
+    queries: tuple[PrometheusQuery, ...] = _named_list(PrometheusQuery)
+    step_s: float = _setting(60.0, _duration)
+    timeout_s: float = _setting(30.0, _duration)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSettings:
+    """Where series come from: §3 profiles (files, folders, or a store from ``regbot ingest``),
+    §2 series files or folders, and Prometheus. One path or a list of them."""
+
+    profiles: tuple[Path, ...] = _paths()
+    series: tuple[Path, ...] = _paths()
+    prometheus: PrometheusSource | None = _nested(PrometheusSource, optional=True)
+
+
+@dataclass(frozen=True, slots=True)
+class DedupSettings:
+    """Same-regression merge, SOM dedup and pairwise dedup (FBDetect §5.5).
+
+    ``merge_gap_s``: change points of one series closer than this are one regression (the same
+    regression seen from overlapping analysis windows). ``som_grid``: side of the square
+    self-organising map; ``seed`` fixes its initialisation. ``pairwise_max_gap_s`` and
+    ``pairwise_min_correlation``: two regressions are duplicates when their change times are at
+    most this far apart and their series correlate at least this much around the change.
+    """
+
+    merge_gap_s: float = _setting(6 * HOUR_S, _duration)
+    som: bool = _setting(True, _boolean)
+    som_grid: int = _setting(8, _count)
+    seed: int = _setting(0, _count)
+    pairwise: bool = _setting(True, _boolean)
+    pairwise_max_gap_s: float = _setting(HOUR_S, _duration)
+    pairwise_min_correlation: float = _setting(0.8, _share)
+
+
+@dataclass(frozen=True, slots=True)
+class CostShiftDomain:
+    """Subroutines whose names match ``regex`` (``re.search``) form one cost domain."""
+
+    name: str = _required(_text)
+    regex: str = _required(_regex)
+
+
+@dataclass(frozen=True, slots=True)
+class CostShiftSettings:
+    """Cost-shift analysis (FBDetect §5.4): a regression is a cost shift when the total gCPU of
+    its domain changes by less than ``tolerance`` times the regression's own delta."""
+
+    enabled: bool = _setting(True, _boolean)
+    domains: tuple[CostShiftDomain, ...] = _named_list(CostShiftDomain)
+    tolerance: float = _setting(0.5, _non_negative)
+
+
+@dataclass(frozen=True, slots=True)
+class AttributionWeights:
+    """Weights of a candidate score's parts (FBDetect §5.6); they need not sum to 1."""
+
+    gcpu_attribution: float = _setting(0.5, _non_negative)
+    text_similarity: float = _setting(0.25, _non_negative)
+    correlation: float = _setting(0.25, _non_negative)
+
+
+@dataclass(frozen=True, slots=True)
+class AttributionSettings:
+    """No candidate is named unless the top score reaches ``confidence_floor`` and leads the
+    second by ``top1_margin``; at most ``max_candidates`` are listed."""
+
+    weights: AttributionWeights = _nested(AttributionWeights)
+    confidence_floor: float = _setting(0.5, _share)
+    top1_margin: float = _setting(0.1, _share)
+    max_candidates: int = _setting(3, _count)
+
+
+@dataclass(frozen=True, slots=True)
+class CommentPolicy:
+    """PR comments: at most ``max_per_run`` per run, only for regressions whose attribution
+    confidence is at least ``min_confidence``."""
+
+    enabled: bool = _setting(True, _boolean)
+    max_per_run: int = _setting(5, _count)
+    min_confidence: Confidence = _setting("high", _confidence)
+
+
+@dataclass(frozen=True, slots=True)
+class GitHubSettings:
+    """``token_env`` names the environment variable holding the token (never the token itself)."""
+
+    api_url: str = _setting("https://api.github.com", _url)
+    token_env: str = _setting("GITHUB_TOKEN", _text)
+    comments: CommentPolicy = _nested(CommentPolicy)
+
+
+@dataclass(frozen=True, slots=True)
+class GateSettings:
+    """The gate (a commit status named ``name``): it fails on any reported regression, on
+    high-confidence ones only, or never; regressions with ``|delta| < min_delta`` (the series'
+    unit) are ignored; ``on_missing_baseline`` is the state when there is no historical data."""
+
+    fail_on: FailOn = _setting("high-confidence", _fail_on)
+    min_delta: float = _setting(0.0, _non_negative)
+    on_missing_baseline: OnMissingBaseline = _setting("neutral", _on_missing_baseline)
+    name: str = _setting("regbot/performance", _text)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfilesSettings:
+    """gCPU series from profiles: time bucket width, triviality floor (a share: 0.00001 is
+    SPEC §3's 0.001%), and pprof's sample type (None: the first)."""
+
+    bucket_s: float = _setting(60.0, _duration)
+    gcpu_floor: float = _setting(0.00001, _share)
+    sample_type: str | None = _setting(None, _text)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything ``regbot.yml`` can say; ``source`` is the file it came from."""
+
+    repository: RepositorySettings = _nested(RepositorySettings)
+    sources: SourceSettings = _nested(SourceSettings)
+    workloads: Mapping[str, WorkloadSettings] = field(
+        default_factory=_default_workloads, metadata={"read": _workloads}
+    )
+    higher_is_better: frozenset[str] = _setting(frozenset({"throughput", "qps"}), _words)
+    dedup: DedupSettings = _nested(DedupSettings)
+    cost_shift: CostShiftSettings = _nested(CostShiftSettings)
+    attribution: AttributionSettings = _nested(AttributionSettings)
+    github: GitHubSettings = _nested(GitHubSettings)
+    gate: GateSettings = _nested(GateSettings)
+    profiles: ProfilesSettings = _nested(ProfilesSettings)
+    state: Path = _path(".regbot/state.db")
+    source: str | None = None
+
+    def workload(self, name: str = "default") -> WorkloadSettings:
+        """The workload ``--workload`` names: one from the file, else a Table 1 preset."""
+        if name in self.workloads:
+            return self.workloads[name]
+        if name in WORKLOAD_PRESETS:
+            return WORKLOAD_PRESETS[name]
+        known = sorted(set(self.workloads) | set(WORKLOAD_PRESETS))
+        raise InputError("--workload", "one of " + ", ".join(known), name)
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+def load_config(path: Path | None, *, search_dir: Path | None = None) -> Config:
+    """Read ``path``; with None, ``regbot.yml`` in ``search_dir`` (default: the current
+    directory) if there is one, else the defaults."""
+    if path is None:
+        folder = (search_dir or Path.cwd()).absolute()
+        if not (folder / CONFIG_NAME).is_file():
+            return parse_config(None, source=CONFIG_NAME, base_dir=folder)
+        path = folder / CONFIG_NAME
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError(str(path), "an existing configuration file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(str(path), "a readable UTF-8 configuration file", str(error)) from None
+    try:
+        lines = _key_lines(yaml.compose(text, Loader=yaml.SafeLoader), str(path))
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(error, "problem", None) or str(error)
+        raise InputError(where, f"valid YAML ({problem})") from None
+    return parse_config(data, source=str(path), base_dir=Path(path).absolute().parent, lines=lines)
+
+
+def parse_config(
+    data: object, *, source: str, base_dir: Path, lines: Mapping[str, int] | None = None
+) -> Config:
+    """A Config from YAML data (what ``yaml.safe_load`` returns). ``source`` names the file in
+    messages, ``base_dir`` anchors relative paths, ``lines`` maps dotted key paths to lines."""
+    return _read_section(_Reader(source, base_dir, lines or {}), Config, data, "", source=source)
+
+
+def _key_lines(node: yaml.Node | None, source: str, key: str = "") -> dict[str, int]:
+    """Line (1-based) of every dotted key path in a composed YAML document. A key written twice
+    in one mapping is an error (``yaml.safe_load`` would silently keep the last)."""
+    lines: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            child = f"{key}.{key_node.value}" if key else str(key_node.value)
+            line = key_node.start_mark.line + 1
+            if child in lines:
+                raise InputError(f"{source}:{line}: {child}: duplicate key", "each key once")
+            lines[child] = line
+            lines.update(_key_lines(value_node, source, child))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[f"{key}[{i}]"] = item.start_mark.line + 1
+            lines.update(_key_lines(item, source, f"{key}[{i}]"))
+    return lines

@@ -1,0 +1,86 @@
+"""Workload settings and FBDetect's Table 1 workloads as named presets (`preset: frontfaas-small`).
+
+The workload types live here rather than in ``config.py`` so that this table and the config
+reader can both use them without an import cycle; ``regbot.bot.config`` re-exports them.
+
+Table 1 of the FBDetect paper (SOSP '24) gives, per workload, a detection threshold, a re-run
+interval and three windows. Conversions: percentages become shares (3% -> 0.03, 0.005% ->
+0.00005); the first nine rows are absolute thresholds on gCPU (a share), the three CT rows are
+relative (5% -> 0.05); "N/A" extended windows are 0 seconds (no went-away check after the
+analysis window).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+MINUTE_S = 60.0
+HOUR_S = 3600.0
+DAY_S = 86400.0
+
+ThresholdMode = Literal["absolute", "relative"]
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """The smallest change reported: ``absolute`` compares ``after - before`` in the series'
+    unit (a gCPU share for gCPU series); ``relative`` compares ``(after - before) / before``."""
+
+    mode: ThresholdMode
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """FBDetect's three windows, in seconds, oldest first: the historical window is the
+    baseline, a change point must fall in the analysis window, and the extended window after it
+    shows whether the change stayed (0 = no extended window)."""
+
+    historical_s: float
+    analysis_s: float
+    extended_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSettings:
+    """One detection configuration (a row of FBDetect Table 1); ``preset`` names the row it
+    started from, if any."""
+
+    threshold: Threshold
+    windows: Windows
+    rerun_interval_s: float
+    preset: str | None = None
+
+
+# FBDetect Table 1: name, threshold mode and value, re-run interval, historical, analysis and
+# extended window.
+_TABLE_1: tuple[tuple[str, ThresholdMode, float, float, float, float, float], ...] = (
+    ("frontfaas-large", "absolute", 0.03, 30 * MINUTE_S, 10 * DAY_S, 3 * HOUR_S, 0.0),
+    ("frontfaas-small", "absolute", 0.00005, 2 * HOUR_S, 10 * DAY_S, 4 * HOUR_S, 6 * HOUR_S),
+    ("pythonfaas-large", "absolute", 0.005, 1 * HOUR_S, 10 * DAY_S, 6 * HOUR_S, 0.0),
+    ("pythonfaas-small", "absolute", 0.0003, 4 * HOUR_S, 10 * DAY_S, 6 * HOUR_S, 6 * HOUR_S),
+    ("tao-frontfaas", "absolute", 0.0005, 2 * HOUR_S, 10 * DAY_S, 4 * HOUR_S, 1 * DAY_S),
+    ("tao-non-frontfaas", "absolute", 0.0005, 1 * HOUR_S, 10 * DAY_S, 1 * DAY_S, 6 * HOUR_S),
+    ("adserving-short", "absolute", 0.002, 6 * HOUR_S, 10 * DAY_S, 1 * DAY_S, 12 * HOUR_S),
+    ("adserving-long", "absolute", 0.001, 1 * DAY_S, 16 * DAY_S, 9 * DAY_S, 0.0),
+    ("invoicer-short", "absolute", 0.005, 12 * HOUR_S, 14 * DAY_S, 1 * DAY_S, 1 * DAY_S),
+    ("ct-supply-short", "relative", 0.05, 12 * HOUR_S, 7 * DAY_S, 1 * DAY_S, 1 * DAY_S),
+    ("ct-supply-long", "relative", 0.05, 12 * HOUR_S, 10 * DAY_S, 7 * DAY_S, 1 * DAY_S),
+    ("ct-demand", "relative", 0.05, 12 * HOUR_S, 7 * DAY_S, 1 * DAY_S, 0.0),
+)
+
+WORKLOAD_PRESETS: dict[str, WorkloadSettings] = {
+    name: WorkloadSettings(
+        Threshold(mode, threshold), Windows(historical_s, analysis_s, extended_s), rerun_s, name
+    )
+    for name, mode, threshold, rerun_s, historical_s, analysis_s, extended_s in _TABLE_1
+}
+
+# The workload used when none is named: the SPEC §5 example (absolute 0.0001 = 0.01% gCPU,
+# windows 10d / 4h / 6h). Its windows are FrontFaaS (small)'s, so its re-run interval is that
+# row's 2 hours; the threshold is twice that row's 0.005%, a safer start for services sampled
+# less densely than Meta's fleet.
+DEFAULT_WORKLOAD = WorkloadSettings(
+    Threshold("absolute", 0.0001), Windows(10 * DAY_S, 4 * HOUR_S, 6 * HOUR_S), 2 * HOUR_S
+)
