@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,86 @@ def test_fast_and_checked_paths_agree() -> None:
     )  # blank lines force the checked path
     assert fast_stacks == slow_stacks
     assert fast.weights.tolist() == slow.weights.tolist()
+
+
+def test_idle_recording_has_the_empty_stack_line(fixtures_dir) -> None:
+    data = (fixtures_dir / "pyspy" / "workload_idle.folded").read_bytes()
+    samples, stacks, _ = parse(data)
+    assert samples.weights.sum() == sum(int(line.rpartition(b" ")[2]) for line in data.splitlines())
+    assert any(stack and parse_frame(stack[-1]).function == "Svc.serve" for stack in stacks)
+
+
+def test_perf_recording_folded_by_stackcollapse_matches_reading_perf_script(fixtures_dir) -> None:
+    from regbot.profiles.perf_script import parse_perf_script
+
+    table = StackTable()
+    folded = parse_folded(
+        (fixtures_dir / "perf" / "spin.folded").read_bytes(),
+        source="spin.folded",
+        table=table,
+        at_s=0.0,
+        options=OPTIONS,
+    )
+    direct = parse_perf_script(
+        (fixtures_dir / "perf" / "spin.perf.txt").read_bytes(),
+        source="spin.perf.txt",
+        table=table,
+        at_s=0.0,
+        options=OPTIONS,
+    )
+
+    def totals(samples) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for stack_id, weight in zip(samples.stack_ids.tolist(), samples.weights.tolist()):
+            out[stack_id] = out.get(stack_id, 0.0) + weight
+        return out
+
+    assert totals(folded) == totals(direct)  # same interned stacks, same sample counts
+
+
+def test_live_pyspy_raw_recording(tmp_path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    pyspy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(pyspy).exists():
+        pytest.skip("py-spy is not installed (it is in the test extras)")
+    script = tmp_path / "busy.py"
+    script.write_text(
+        "import time\n"
+        "def spin_leaf():\n    return sum(i * i for i in range(20000))\n"
+        "def handler():\n    return spin_leaf()\n"
+        "end = time.time() + 1.0\nwhile time.time() < end:\n    handler()\n"
+    )
+    out = tmp_path / "1763805600.folded"
+    done = subprocess.run(
+        [
+            pyspy,
+            "record",
+            "-r",
+            "200",
+            "-d",
+            "1",
+            "-f",
+            "raw",
+            "-o",
+            str(out),
+            "--",
+            sys.executable,
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if done.returncode != 0 or not out.exists():
+        pytest.skip(f"py-spy could not record here: {done.stderr.strip()[:200]}")
+    samples, stacks, _ = parse(out.read_bytes())
+    assert samples.weights.sum() > 50
+    functions = [[parse_frame(f).function for f in stack] for stack in stacks]
+    assert any(
+        path[-2:] == ["handler", "spin_leaf"] or path[-3:-1] == ["handler", "spin_leaf"]
+        for path in functions
+    )
