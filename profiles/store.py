@@ -128,19 +128,7 @@ class SampleStore:
             return
         records = self.pending_records()
         self.path.mkdir(parents=True, exist_ok=True)
-        number = 1 + max((int(name[4:10]) for name in self.segments), default=0)
-        name = f"seg-{number:06d}.npz"
-        offsets, flat = self.table.stacks_csr(self._committed_stacks)
-        frames = json.dumps(self.table.frames[self._committed_frames :], ensure_ascii=False)
-        _write_npz(
-            self.path / name,
-            frames_json=np.frombuffer(frames.encode("utf-8", "surrogatepass"), dtype=np.uint8),
-            stack_offsets=offsets,
-            stack_frames=flat,
-            bucket_s=records.bucket_s,
-            stack=records.stack,
-            weight=records.weight,
-        )
+        name = self._write_segment(self._committed_frames, self._committed_stacks, records)
         self.segments.append(name)
         self.ingested.update(self._pending_keys)
         self._parts.append(records)
@@ -156,10 +144,18 @@ class SampleStore:
         """Merge every segment into one (same content, fewer files)."""
         records = self.records()
         old = list(self.segments)
-        number = 1 + max(int(name[4:10]) for name in old)
+        self.segments = [self._write_segment(0, 0, records)]
+        self._parts = [records]
+        self._write_manifest()
+        for stale in old:
+            (self.path / stale).unlink(missing_ok=True)
+
+    def _write_segment(self, first_frame: int, first_stack: int, records: Records) -> str:
+        """Write frames and stacks from the given ids on, and ``records``, as the next segment."""
+        number = 1 + max((int(name[4:10]) for name in self.segments), default=0)
         name = f"seg-{number:06d}.npz"
-        offsets, flat = self.table.stacks_csr(0)
-        frames = json.dumps(self.table.frames, ensure_ascii=False)
+        offsets, flat = self.table.stacks_csr(first_stack)
+        frames = json.dumps(self.table.frames[first_frame:], ensure_ascii=False)
         _write_npz(
             self.path / name,
             frames_json=np.frombuffer(frames.encode("utf-8", "surrogatepass"), dtype=np.uint8),
@@ -169,11 +165,7 @@ class SampleStore:
             stack=records.stack,
             weight=records.weight,
         )
-        self.segments = [name]
-        self._parts = [records]
-        self._write_manifest()
-        for stale in old:
-            (self.path / stale).unlink(missing_ok=True)
+        return name
 
     # -- reading -----------------------------------------------------------------------------
     def records(self) -> Records:
