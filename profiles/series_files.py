@@ -34,8 +34,6 @@ import io
 import itertools
 import json
 import operator
-import os
-import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -45,6 +43,7 @@ from typing import IO
 
 import numpy as np
 
+from regbot.atomic import write_atomic
 from regbot.errors import InputError
 from regbot.profiles.model import Series
 from regbot.timefmt import parse_time
@@ -589,36 +588,18 @@ def _csv_field(text: str) -> str:
 
 
 def _write_atomic(path: Path, write: Callable[[IO[str]], None]) -> None:
-    """Write through ``write`` into a temporary file next to ``path``, then rename it over
-    ``path``, so readers never see half a file. Gzip output has no name and mtime 0 (the same
-    series give the same bytes)."""
-    try:
-        handle, temp_name = tempfile.mkstemp(
-            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-        )
-    except OSError as error:
-        raise InputError(str(path), "a writable location", str(error)) from None
-    try:
-        with open(handle, "wb") as raw:
-            binary: IO[bytes] = raw
-            if path.name.lower().endswith(".gz"):
-                binary = gzip.GzipFile(
-                    filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0
-                )
-            with io.TextIOWrapper(binary, encoding="utf-8", newline="") as text:
-                write(text)
-        os.chmod(temp_name, _file_mode(path))  # mkstemp makes 0600; keep what a plain open gives
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    """Write text through ``write`` atomically (``regbot.atomic``). Gzip output has no name and
+    mtime 0, so the same series give the same bytes."""
 
+    def write_binary(raw: IO[bytes]) -> None:
+        binary: IO[bytes] = raw
+        if path.name.lower().endswith(".gz"):
+            binary = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)
+        text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
+        write(text)
+        text.flush()
+        text.detach()
+        if binary is not raw:
+            binary.close()
 
-def _file_mode(path: Path) -> int:
-    """The replaced file's mode, or for a new file 0666 less the umask."""
-    try:
-        return path.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+    write_atomic(path, write_binary)

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from regbot.atomic import write_atomic
 from regbot.errors import InputError
 from regbot.profiles.model import ProfileSamples
 from regbot.profiles.stacks import StackTable
@@ -260,26 +259,8 @@ def locked(path: Path) -> Iterator[None]:
 
 
 def _write_atomic(target: Path, payload: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(target, lambda handle: handle.write(payload))
 
 
 def _write_npz(target: Path, **arrays: np.ndarray) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".npz")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(target, lambda handle: np.savez(handle, **arrays))

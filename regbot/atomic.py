@@ -1,0 +1,43 @@
+"""Atomic file writes: a new file is written beside its target and renamed over it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from regbot.errors import InputError
+
+
+def write_atomic(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Write through ``write`` into a temporary file next to ``path``, fsync it, then rename it over
+    ``path``: readers see the old file or the new one, never half of one, and a failure (an
+    exception in ``write``, a full disk) leaves the old file as it was. The new file gets the old
+    file's mode, or for a new file what a plain ``open`` would give (0666 less the umask)."""
+    try:
+        handle, temp_name = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+        )
+    except OSError as error:
+        raise InputError(str(path), "a writable location", error.strerror or str(error)) from None
+    try:
+        with open(handle, "wb") as raw:
+            write(raw)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.chmod(temp_name, _file_mode(path))
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+
+
+def _file_mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
