@@ -131,3 +131,24 @@ def test_config_sets_bucket_and_bad_config_exits_2(tmp_path: Path) -> None:
     config.write_text("profiles:\n  buckett: 5m\n")
     code, _, err = run("ingest", str(EXAMPLES), "--store", str(tmp_path / "s2"), "-c", str(config))
     assert code == 2 and "buckett" in err and "unknown key" in err
+
+
+def test_ingest_every_format_in_one_run(tmp_path: Path) -> None:
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    files = [
+        fixtures / "pprof" / "go_cpu.pb.gz",
+        fixtures / "perf" / "spin_realtime.perf.txt",
+        fixtures / "pyspy" / "workload.speedscope.json",
+        fixtures / "pyspy" / "workload.chrometrace.json",
+        fixtures / "pyspy" / "workload.folded",
+    ]
+    store = tmp_path / "store"
+    argv = ["ingest", *map(str, files), "--store", str(store), "--at", "2026-11-22T10:00:00Z"]
+    code, out, err = run(*argv)
+    assert code == 0, err
+    for name in ("pprof", "perf-script", "speedscope", "chrometrace", "folded"):
+        assert name in out
+    assert len(json.loads((store / "manifest.json").read_text())["ingested"]) == 5
+    code, out, err = run("gcpu", "--store", str(store), "--top", "40")
+    assert code == 0, err
+    assert "gcpu:main" in out  # perf's native frame, beside Python and Go frames
