@@ -1,0 +1,261 @@
+"""Data types of the detection pipeline: series batches, windows, change points, candidates, verdicts.
+
+Conventions, used by every stage:
+
+* **Orientation.** Stages see *oriented* values where higher is worse: a series whose kind is
+  higher-is-better (throughput, qps by default) is negated once, when the batch is built
+  (``SeriesBatch.sign`` is -1 for it), and reports convert back with ``sign``.
+* **Indices.** A change point's ``index`` is the first point of the new segment (TCPDBench's
+  convention): ``values[:index]`` is before, ``values[index:]`` after.
+* **Times** are epoch seconds (float). A window ``[start_s, end_s)`` is half-open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+
+from regbot.detection.presets import Threshold, Windows, WorkloadSettings
+from regbot.profiles.model import Series
+
+__all__ = [
+    "Candidate",
+    "ChangePointSettings",
+    "ChangePoints",
+    "DetectionSettings",
+    "LongTermSettings",
+    "SeasonalitySettings",
+    "SeriesBatch",
+    "Threshold",
+    "Verdict",
+    "WentAwaySettings",
+    "WindowBounds",
+    "Windows",
+    "WorkloadSettings",
+]
+
+Number = float | int | bool | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One stage's decision on one candidate, with the numbers it compared.
+
+    ``numbers`` holds plain JSON values (floats, ints, bools, strings, None, or lists of them),
+    shown as they are by the report and by ``regbot explain``.
+    """
+
+    stage: str
+    passed: bool
+    reason: str
+    numbers: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowBounds:
+    """Absolute window edges for one run: historical ``[historical_start_s, analysis_start_s)``,
+    analysis ``[analysis_start_s, extended_start_s)``, extended ``[extended_start_s, end_s]``."""
+
+    historical_start_s: float
+    analysis_start_s: float
+    extended_start_s: float
+    end_s: float
+
+    @staticmethod
+    def ending_at(end_s: float, windows: Windows) -> WindowBounds:
+        """`regbot detect`'s windows: the extended window ends at ``end_s`` (``--now``)."""
+        extended_start = end_s - windows.extended_s
+        analysis_start = extended_start - windows.analysis_s
+        return WindowBounds(
+            analysis_start - windows.historical_s, analysis_start, extended_start, end_s
+        )
+
+    @staticmethod
+    def starting_at(deploy_s: float, windows: Windows) -> WindowBounds:
+        """`regbot run`'s windows: the analysis window starts at the deploy time."""
+        extended_start = deploy_s + windows.analysis_s
+        return WindowBounds(
+            deploy_s - windows.historical_s,
+            deploy_s,
+            extended_start,
+            extended_start + windows.extended_s,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesBatch:
+    """Many series as padded 2-D arrays for vectorised stages.
+
+    Row ``i`` holds ``lengths[i]`` valid points, left-aligned and in ascending time order;
+    the rest of the row is padding (``times_s`` = +inf, ``values`` = 0.0, never read when masks
+    are respected). ``values`` are oriented (higher is worse, see the module docstring).
+    """
+
+    ids: list[str]
+    kinds: list[str]
+    times_s: np.ndarray  # (n, T) float64
+    values: np.ndarray  # (n, T) float64, oriented
+    lengths: np.ndarray  # (n,) int64
+    sign: np.ndarray  # (n,) float64: +1, or -1 for higher-is-better kinds
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def valid(self) -> np.ndarray:
+        """(n, T) bool: the points that exist."""
+        return np.arange(self.values.shape[1])[None, :] < self.lengths[:, None]
+
+    def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Times and oriented values of series ``i``, without padding."""
+        n = int(self.lengths[i])
+        return self.times_s[i, :n], self.values[i, :n]
+
+    @staticmethod
+    def from_series(
+        series: Sequence[Series],
+        higher_is_better: frozenset[str] = frozenset({"throughput", "qps"}),
+        *,
+        start_s: float = -np.inf,
+        end_s: float = np.inf,
+    ) -> SeriesBatch:
+        """Pack series (already normalised: sorted, finite, unique times) keeping the points in
+        ``[start_s, end_s]``; data after ``end_s`` (``--now``) is ignored as if not yet arrived."""
+        kept = []
+        for s in series:
+            keep = (s.timestamps_s >= start_s) & (s.timestamps_s <= end_s)
+            kept.append(
+                (
+                    np.asarray(s.timestamps_s, np.float64)[keep],
+                    np.asarray(s.values, np.float64)[keep],
+                )
+            )
+        lengths = np.array([len(t) for t, _ in kept], dtype=np.int64)
+        width = int(lengths.max()) if len(lengths) else 0
+        times = np.full((len(series), width), np.inf)
+        values = np.zeros((len(series), width))
+        sign = np.array([-1.0 if s.kind in higher_is_better else 1.0 for s in series])
+        for i, (t, v) in enumerate(kept):
+            times[i, : len(t)] = t
+            values[i, : len(v)] = v * sign[i]
+        return SeriesBatch(
+            [s.id for s in series], [s.kind for s in series], times, values, lengths, sign
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePoints:
+    """The most likely single change point of every series in a batch (FBDetect §5.2.1).
+
+    Per row: ``index`` (first point after the change; -1 when the series could not be tested),
+    ``mean_before``/``mean_after`` (oriented), ``llr`` (likelihood-ratio statistic),
+    ``p_value`` (chi-squared, 2 degrees of freedom), ``iterations`` and ``stable`` (the
+    CUSUM/EM iteration converged before its budget).
+    """
+
+    index: np.ndarray
+    mean_before: np.ndarray
+    mean_after: np.ndarray
+    llr: np.ndarray
+    p_value: np.ndarray
+    iterations: np.ndarray
+    stable: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A series with a change point, on its way through the filters.
+
+    ``times_s``/``values`` are the series' points within the run's windows (oriented values);
+    ``sign`` converts back to the series' own direction. ``verdicts`` maps a stage name to its
+    verdict, in pipeline order.
+    """
+
+    series_id: str
+    kind: str
+    times_s: np.ndarray
+    values: np.ndarray
+    sign: float
+    change_index: int
+    change_time_s: float
+    mean_before: float
+    mean_after: float
+    llr: float
+    p_value: float
+    windows: WindowBounds
+    detector: Literal["short-term", "long-term"] = "short-term"
+    verdicts: Mapping[str, Verdict] = field(default_factory=dict)
+
+    @property
+    def delta(self) -> float:
+        """Oriented change (positive = worse)."""
+        return self.mean_after - self.mean_before
+
+    def with_verdict(self, verdict: Verdict) -> Candidate:
+        return replace(self, verdicts={**self.verdicts, verdict.stage: verdict})
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed for v in self.verdicts.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePointSettings:
+    """§5.2.1: significance level of the likelihood-ratio test, the CUSUM/EM iteration budget,
+    and the fewest points each side of a change (a change needs evidence on both sides)."""
+
+    alpha: float = 0.01
+    max_iterations: int = 10
+    min_points_each_side: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class WentAwaySettings:
+    """§5.2.2: SAX with ``sax_buckets`` (N = 20) letters, a letter valid when it holds at least
+    ``sax_valid_share`` (X = 3%) of the points; a post-change string is a new pattern when more
+    than ``new_pattern_share`` of its letters are invalid; Mann–Kendall at ``trend_alpha``; the
+    MAD coefficient 1.5 (threshold = coefficient × MAD × 1.4826); the last ``gone_away_points``
+    points decide RegressionGoneAway; ``day_s`` is "the previous day"."""
+
+    sax_buckets: int = 20
+    sax_valid_share: float = 0.03
+    new_pattern_share: float = 0.5
+    trend_alpha: float = 0.05
+    mad_coefficient: float = 1.5
+    gone_away_points: int = 5
+    day_s: float = 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class SeasonalitySettings:
+    """§5.2.3: ACF significance level, the candidate periods tried (in seconds: a day and a
+    week by default), and the pseudo z-score threshold below which a change is seasonal."""
+
+    acf_alpha: float = 0.01
+    periods_s: tuple[float, ...] = (86400.0, 604800.0)
+    z_threshold: float = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class LongTermSettings:
+    """§5.3: the share of a window whose mean counts as its "start"/"end", the RMSE threshold on
+    the normalised trend below which a change is gradual (change point at the trend's start)."""
+
+    edge_share: float = 0.2
+    rmse_threshold: float = 0.1
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class DetectionSettings:
+    """Everything the detection pipeline needs, for one workload."""
+
+    workload: WorkloadSettings
+    higher_is_better: frozenset[str] = frozenset({"throughput", "qps"})
+    change_point: ChangePointSettings = ChangePointSettings()
+    went_away: WentAwaySettings = WentAwaySettings()
+    seasonality: SeasonalitySettings = SeasonalitySettings()
+    long_term: LongTermSettings = LongTermSettings()
