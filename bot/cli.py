@@ -40,9 +40,16 @@ def _command_gcpu(args: argparse.Namespace, out: Console, err: Console) -> int:
     return ingest_command.run_gcpu(args, out, err)
 
 
+def _command_detect(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from regbot.bot import detect_command
+
+    return detect_command.run(args, out, err)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Console, Console], int]] = {
     "ingest": _command_ingest,
     "gcpu": _command_gcpu,
+    "detect": _command_detect,
 }
 
 
@@ -74,6 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
     gcpu.add_argument(
         "-o", "--output", type=Path, metavar="OUT", help="write series (.jsonl or .csv)"
     )
+    detect = sub.add_parser("detect", help="run the detection pipeline over series files")
+    detect.add_argument("series", nargs="+", type=Path, metavar="SERIES")
+    detect.add_argument("-c", "--config", type=Path, metavar="regbot.yml")
+    detect.add_argument("--workload", metavar="NAME", help="workload from the config or a preset")
+    detect.add_argument(
+        "--now", metavar="T", help="end of the extended window (default: last point)"
+    )
+    detect.add_argument("-o", "--output", type=Path, metavar="OUT.json")
     return parser
 
 

@@ -78,3 +78,42 @@ def gcpu_table(matrix: GcpuMatrix, top: int) -> Table:
         )
     table.caption = f"{len(matrix.subroutines):,} series above the triviality floor"
     return table
+
+
+def detection_table(report: dict) -> Table:
+    """The reported regressions of a SPEC §4 report, one row each."""
+    table = Table(title="regbot detect", show_edge=False)
+    for name, justify in (
+        ("id", "left"),
+        ("series", "left"),
+        ("detector", "left"),
+        ("change time", "left"),
+        ("before", "right"),
+        ("after", "right"),
+        ("delta", "right"),
+        ("relative", "right"),
+        ("p-value", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in report["regressions"]:
+        relative = r["relative_delta"]
+        p_value = r["p_value"]
+        table.add_row(
+            r["id"],
+            r["series"],
+            r["detector"],
+            format_time(r["change_time"]),
+            f"{r['before']:.6g}",
+            f"{r['after']:.6g}",
+            f"{r['delta']:+.6g}",
+            f"{relative:+.2%}" if relative is not None else "-",
+            f"{p_value:.2g}" if p_value is not None else "-",
+        )
+    if not report["regressions"]:
+        table.caption = "no regressions"
+    return table
+
+
+def funnel_line(funnel: dict) -> str:
+    """The funnel as one line, in pipeline order (like FBDetect Table 3)."""
+    return "funnel: " + " → ".join(f"{key} {value:,}" for key, value in funnel.items())

@@ -1,0 +1,301 @@
+"""Long-term regression detector (FBDetect §5.3): slow creeps that no single step reveals.
+
+``detect_long_term`` runs the paper's three steps on one series:
+
+1. **Trend.** The seasonal period is chosen by ``seasonality.choose_period`` (the ACF test of
+   §5.2.3) on the *historical-window* points — the long-term analogue of "pre-change", since the
+   regression is looked for in the later windows. With a period, the TREND is robust STL's trend
+   (``seasonality.decompose`` on all the points). Without one, STL does not apply and the TREND
+   is a centred rolling median over ``ROLLING_SHARE`` (5%) of the points (odd, at least 3; the
+   ends repeat the nearest value, ``scipy.ndimage.median_filter(mode="nearest")``): robust to
+   outliers and, unlike a mean, it keeps a step sharp.
+2. **Regression.** A window's "start"/"end" is the mean of the TREND over its first/last
+   ``edge_share`` of points (at least one point). BASELINE = max(start of the historical window,
+   start of the analysis window); CURRENT = min(end of the analysis window, end of the extended
+   window) — the end of the analysis window alone when the extended window has no points (a
+   zero-length extended window, ``extended_start_s == end_s``, is empty and a point at
+   ``end_s`` counts in the analysis window). A regression is reported when CURRENT - BASELINE
+   exceeds the threshold: ``absolute`` in the series' unit, ``relative`` as a share of
+   ``|BASELINE|`` (compared as ``delta > value * |BASELINE|``, so a zero baseline reports any
+   rise).
+3. **Change point.** The TREND over the analysis + extended windows is min-max normalised and a
+   least-squares line is fitted against time. RMSE below ``rmse_threshold``: the change is gradual
+   and its change point is the first point of the analysis window. Otherwise the change point is
+   the exact optimal single split under the normal (Gaussian mean-shift) loss,
+   ``optimal_split``, on that TREND segment.
+
+The returned ``Candidate`` has ``detector="long-term"``, the ``"long_term"`` verdict with the
+numbers compared, and ``mean_before``/``mean_after`` from the raw oriented values before/after
+the change point. ``llr`` and ``p_value`` are NaN: the detector compares trend levels with a
+threshold, it does not run a likelihood test.
+
+``screen_long_term`` is a vectorised pre-screen for a whole ``SeriesBatch``, so that STL runs
+only on rows that might pass: the same BASELINE/CURRENT comparison, with half the threshold, on
+edge means of a cheap trend — each row's values minus its daily phase profile (the mean of the
+historical points in each of 24 phase buckets, centred so the level is kept; a row with a bucket
+of fewer than 2 historical points is used raw). Raw edge means alone are not enough: an edge of
+a few hours carries the season, and on a daily sinusoid of half the creep's size they rejected
+every planted creep the full test found. Why half the threshold is safe: max and min move by at
+most the largest change of their arguments, so if each of the four cheap edge means is within
+``eps`` of the TREND's, the screen's delta is within ``2 * eps`` of the full test's. An absolute
+threshold ``T`` therefore never loses a row the full test reports while ``eps <= T / 4``
+(relative: ``eps <= T * |BASELINE| / (4 + T)``), and a row whose cheap delta is below ``T / 2``
+by more than ``2 * eps`` cannot pass the full test. ``eps`` stays small when the edges hold
+enough points for noise to average out and the season repeats; a weekly season, or a season
+the ACF test did not find (the full test then smooths the raw values), is the case to watch.
+
+Complexity: the screen is O(rows x width); the full detector is dominated by STL (see
+``seasonality``) or the rolling median (O(n x window)); ``optimal_split`` is O(n).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.ndimage import median_filter
+
+from regbot.detection.model import (
+    Candidate,
+    LongTermSettings,
+    SeasonalitySettings,
+    Threshold,
+    Verdict,
+    WindowBounds,
+)
+from regbot.detection.seasonality import choose_period, decompose
+
+__all__ = ["ROLLING_SHARE", "detect_long_term", "optimal_split", "screen_long_term"]
+
+STAGE = "long_term"
+ROLLING_SHARE = 0.05
+SCREEN_MARGIN = 0.5
+_ROUNDING = 1e-9  # 0.07 * 100 is 7.000000000000001: 7% of 100 points is 7 points, not 8
+
+
+def optimal_split(values: np.ndarray) -> int:
+    """The first index of the right segment of the best single split under the normal loss.
+
+    Minimises ``SSE(values[:k]) + SSE(values[k:])`` over ``k`` in ``1 .. n-1`` (each side's sum
+    of squared deviations from its own mean) — the exact dynamic-programming optimum for one
+    change point, which for a single split is a scan. Prefix sums make it O(n); values are
+    centred first to keep the sums small. Ties go to the smallest ``k``. Needs ``n >= 2``.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    n = len(x)
+    if n < 2:
+        raise ValueError(f"optimal_split needs at least 2 values, got {n}")
+    x = x - x.mean()
+    s1 = np.cumsum(x)
+    s2 = np.cumsum(x * x)
+    k = np.arange(1, n)
+    left = s2[:-1] - s1[:-1] ** 2 / k
+    right_sum = s1[-1] - s1[:-1]
+    right = (s2[-1] - s2[:-1]) - right_sum**2 / (n - k)
+    return int(np.argmin(left + right)) + 1
+
+
+def _rolling_median(values: np.ndarray) -> np.ndarray:
+    size = max(3, int(round(ROLLING_SHARE * len(values))))
+    size += 1 - size % 2
+    return median_filter(values, size=size, mode="nearest")
+
+
+def _edge_mean(x: np.ndarray, lo: int, hi: int, share: float, end: bool) -> float | None:
+    """Mean of the first (``end=False``) or last ``share`` of ``x[lo:hi]``; None if empty."""
+    count = hi - lo
+    if count <= 0:
+        return None
+    k = max(1, int(math.ceil(share * count - _ROUNDING)))
+    part = x[hi - k : hi] if end else x[lo : lo + k]
+    return float(part.mean())
+
+
+def _exceeds(delta: float, baseline: float, threshold: Threshold) -> bool:
+    if threshold.mode == "relative":
+        return delta > threshold.value * abs(baseline)
+    return delta > threshold.value
+
+
+def _line_rmse(times_s: np.ndarray, trend: np.ndarray) -> float:
+    """RMSE of a least-squares line through the min-max normalised ``trend``."""
+    span = float(np.ptp(trend))
+    if len(trend) < 3 or span == 0:
+        return 0.0
+    y = (trend - trend.min()) / span
+    x = times_s - times_s.mean()
+    denom = float(np.dot(x, x))
+    slope = float(np.dot(x, y - y.mean())) / denom if denom > 0 else 0.0
+    fitted = y.mean() + slope * x
+    return float(np.sqrt(np.mean((y - fitted) ** 2)))
+
+
+def detect_long_term(
+    series_id: str,
+    kind: str,
+    times_s: np.ndarray,
+    values: np.ndarray,
+    sign: float,
+    windows: WindowBounds,
+    threshold: Threshold,
+    settings: LongTermSettings,
+    *,
+    seasonality: SeasonalitySettings = SeasonalitySettings(),
+) -> Candidate | None:
+    """A long-term candidate for one series (oriented values, ascending times), or None.
+
+    Points outside ``[historical_start_s, end_s]`` are dropped; the candidate holds the rest,
+    and its ``change_index`` refers to them. None when the analysis window is empty or the rise
+    does not exceed the threshold. ``seasonality`` supplies the periods and ACF level.
+    """
+    times = np.asarray(times_s, dtype=np.float64)
+    vals = np.asarray(values, dtype=np.float64)
+    keep = (times >= windows.historical_start_s) & (times <= windows.end_s)
+    times, vals = times[keep], vals[keep]
+    n = len(times)
+    a_lo = int(np.searchsorted(times, windows.analysis_start_s))
+    has_extended = windows.end_s > windows.extended_start_s
+    e_lo = int(np.searchsorted(times, windows.extended_start_s)) if has_extended else n
+    if e_lo <= a_lo:
+        return None
+
+    period, found = choose_period(
+        times[:a_lo], vals[:a_lo], seasonality.periods_s, seasonality.acf_alpha
+    )
+    if period is not None:
+        trend = decompose(times, vals, period).trend_at(times)
+        method = "stl"
+    else:
+        trend = _rolling_median(vals)
+        method = "rolling-median"
+
+    share = settings.edge_share
+    starts = [_edge_mean(trend, 0, a_lo, share, False), _edge_mean(trend, a_lo, e_lo, share, False)]
+    ends = [_edge_mean(trend, a_lo, e_lo, share, True), _edge_mean(trend, e_lo, n, share, True)]
+    baseline = max(v for v in starts if v is not None)
+    current = min(v for v in ends if v is not None)
+    delta = current - baseline
+    if not _exceeds(delta, baseline, threshold):
+        return None
+
+    segment = trend[a_lo:]
+    rmse = _line_rmse(times[a_lo:], segment)
+    gradual = rmse < settings.rmse_threshold
+    change = a_lo if gradual else a_lo + optimal_split(segment)
+    numbers: dict[str, object] = {
+        "baseline": baseline,
+        "current": current,
+        "delta": delta,
+        "relative_delta": delta / abs(baseline) if baseline != 0 else None,
+        "threshold": float(threshold.value),
+        "threshold_mode": threshold.mode,
+        "baseline_historical": starts[0],
+        "baseline_analysis": starts[1],
+        "current_analysis": ends[0],
+        "current_extended": ends[1],
+        "rmse": rmse,
+        "rmse_threshold": float(settings.rmse_threshold),
+        "gradual": bool(gradual),
+        "trend": method,
+        "period_s": found["period_s"],
+        "period_points": found["period_points"],
+        "acf": found["acf"],
+    }
+    shape = "gradual" if gradual else "step"
+    verdict = Verdict(
+        STAGE, True, f"{shape} long-term rise: trend {baseline:.6g} -> {current:.6g}", numbers
+    )
+    return Candidate(
+        series_id=series_id,
+        kind=kind,
+        times_s=times,
+        values=vals,
+        sign=float(sign),
+        change_index=change,
+        change_time_s=float(times[change]),
+        mean_before=float(vals[:change].mean()) if change > 0 else math.nan,
+        mean_after=float(vals[change:].mean()),
+        llr=math.nan,
+        p_value=math.nan,
+        windows=windows,
+        detector="long-term",
+        verdicts={STAGE: verdict},
+    )
+
+
+def _deseasonalised(
+    values: np.ndarray,
+    times: np.ndarray,
+    valid: np.ndarray,
+    historical: np.ndarray,
+    origin_s: float,
+    period_s: float,
+    buckets: int,
+) -> np.ndarray:
+    """``values`` minus each row's centred phase profile (mean of the historical points per
+    phase bucket); rows with a bucket of fewer than 2 historical points are left as they are."""
+    rows = len(values)
+    phase = np.mod(np.where(valid, times, origin_s) - origin_s, period_s) / period_s
+    bucket = np.minimum((phase * buckets).astype(np.int64), buckets - 1)
+    index = (np.arange(rows)[:, None] * buckets + bucket)[historical]
+    sums = np.bincount(index, weights=values[historical], minlength=rows * buckets)
+    counts = np.bincount(index, minlength=rows * buckets)
+    sums, counts = sums.reshape(rows, buckets), counts.reshape(rows, buckets)
+    covered = (counts >= 2).all(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        profile = sums / counts
+    profile = np.where(covered[:, None], profile - profile.mean(axis=1, keepdims=True), 0.0)
+    return values - np.take_along_axis(profile, bucket, axis=1)
+
+
+def screen_long_term(
+    batch_values: np.ndarray,
+    batch_times: np.ndarray,
+    lengths: np.ndarray,
+    windows: WindowBounds,
+    threshold: Threshold,
+    edge_share: float,
+    *,
+    period_s: float = 86400.0,
+    phase_buckets: int = 24,
+) -> np.ndarray:
+    """(rows,) bool: rows that might pass ``detect_long_term`` (see the module docstring).
+
+    ``batch_values``/``batch_times`` are a ``SeriesBatch``'s padded (rows, width) arrays, row
+    ``i`` valid on its first ``lengths[i]`` points. The cheap trend is the values minus a
+    ``phase_buckets``-bucket profile of ``period_s`` estimated on the historical window; a row
+    passes when CURRENT - BASELINE on its edge means exceeds half the threshold. Rows with an
+    empty analysis window fail.
+    """
+    values = np.asarray(batch_values, dtype=np.float64)
+    times = np.asarray(batch_times, dtype=np.float64)
+    valid = np.arange(values.shape[1])[None, :] < np.asarray(lengths)[:, None]
+    valid &= (times >= windows.historical_start_s) & (times <= windows.end_s)
+    historical = valid & (times < windows.analysis_start_s)
+    analysis = valid & (times >= windows.analysis_start_s)
+    if windows.end_s > windows.extended_start_s:
+        analysis &= times < windows.extended_start_s
+    extended = valid & ~historical & ~analysis
+    adjusted = _deseasonalised(
+        values, times, valid, historical, windows.historical_start_s, period_s, phase_buckets
+    )
+
+    def edge_means(mask: np.ndarray, end: bool) -> np.ndarray:
+        count = mask.sum(axis=1)
+        k = np.maximum(1, np.ceil(edge_share * count - _ROUNDING)).astype(np.int64)
+        rank = np.cumsum(mask, axis=1) - 1  # position of each masked point within its window
+        edge = mask & ((rank >= (count - k)[:, None]) if end else (rank < k[:, None]))
+        total = np.where(edge, adjusted, 0.0).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(count > 0, total / edge.sum(axis=1), np.nan)
+
+    baseline = np.fmax(edge_means(historical, False), edge_means(analysis, False))
+    current = np.fmin(edge_means(analysis, True), edge_means(extended, True))
+    delta = current - baseline
+    if threshold.mode == "relative":
+        limit = SCREEN_MARGIN * threshold.value * np.abs(baseline)
+    else:
+        limit = np.full(len(values), SCREEN_MARGIN * threshold.value)
+    with np.errstate(invalid="ignore"):
+        passed = delta > limit
+    return passed & analysis.any(axis=1)

@@ -1,0 +1,177 @@
+"""Long-term detector (FBDetect §5.3) and its vectorised screen on seeded synthetic series."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from regbot.detection.long_term import detect_long_term, optimal_split, screen_long_term
+from regbot.detection.model import LongTermSettings, Threshold, WindowBounds
+
+HOUR_S = 3600.0
+HISTORY = 10 * 24  # points (hours)
+ANALYSIS = 48
+EXTENDED = 12
+SETTINGS = LongTermSettings()
+ABSOLUTE = Threshold("absolute", 0.5)
+WINDOWS = WindowBounds(
+    0.0, HISTORY * HOUR_S, (HISTORY + ANALYSIS) * HOUR_S, (HISTORY + ANALYSIS + EXTENDED) * HOUR_S
+)
+
+
+def series(
+    seed: int,
+    *,
+    creep: float = 0.0,
+    step_at: int | None = None,
+    amplitude: float = 0.0,
+    noise: float = 0.1,
+    level: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hourly points over the three windows: ``level`` + daily sine + noise, plus a linear
+    ``creep`` over the analysis window (held in the extended window) and/or a step of 1.0 at
+    index ``step_at``."""
+    rng = np.random.default_rng(seed)
+    n = HISTORY + ANALYSIS + EXTENDED
+    i = np.arange(n)
+    values = level + amplitude * np.sin(2 * np.pi * i / 24) + rng.normal(0.0, noise, n)
+    values += creep * np.clip((i - HISTORY) / ANALYSIS, 0.0, 1.0)
+    if step_at is not None:
+        values[step_at:] += 1.0
+    return i * HOUR_S, values
+
+
+def detect(times: np.ndarray, values: np.ndarray, threshold: Threshold = ABSOLUTE):
+    return detect_long_term("s", "gcpu", times, values, 1.0, WINDOWS, threshold, SETTINGS)
+
+
+@pytest.mark.parametrize("amplitude", [0.0, 0.5])
+def test_gradual_creep_is_found_at_the_analysis_start(amplitude: float) -> None:
+    candidate = detect(*series(0, creep=1.0, amplitude=amplitude))
+    assert candidate is not None
+    assert candidate.detector == "long-term"
+    assert candidate.change_index == HISTORY
+    assert candidate.change_time_s == WINDOWS.analysis_start_s
+    verdict = candidate.verdicts["long_term"]
+    assert verdict.passed
+    numbers = json.loads(json.dumps(verdict.numbers, allow_nan=False))
+    assert numbers["gradual"] is True
+    assert numbers["rmse"] < SETTINGS.rmse_threshold
+    assert numbers["delta"] == pytest.approx(numbers["current"] - numbers["baseline"])
+    assert numbers["delta"] > ABSOLUTE.value
+    assert numbers["trend"] == ("stl" if amplitude else "rolling-median")
+    assert numbers["period_points"] == (24 if amplitude else None)
+    assert math.isnan(candidate.llr) and math.isnan(candidate.p_value)
+    assert candidate.mean_after > candidate.mean_before
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_step_is_located_by_the_optimal_split(seed: int) -> None:
+    step_at = HISTORY + 20
+    candidate = detect(*series(seed, step_at=step_at))
+    assert candidate is not None
+    assert candidate.verdicts["long_term"].numbers["gradual"] is False
+    assert abs(candidate.change_index - step_at) <= 2
+    assert candidate.delta == pytest.approx(1.0, abs=0.15)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_flat_series_is_not_reported(seed: int) -> None:
+    assert detect(*series(seed)) is None
+    assert detect(*series(seed, amplitude=0.5)) is None
+
+
+def test_creep_below_the_threshold_is_not_reported() -> None:
+    assert all(detect(*series(seed, creep=0.3)) is None for seed in range(10))
+
+
+def test_relative_threshold() -> None:
+    relative = Threshold("relative", 0.05)
+    found = detect(*series(1, creep=1.0, level=10.0), relative)  # ~8% of 10
+    assert found is not None
+    numbers = found.verdicts["long_term"].numbers
+    assert numbers["threshold_mode"] == "relative"
+    assert numbers["relative_delta"] > 0.05
+    assert numbers["relative_delta"] == pytest.approx(numbers["delta"] / numbers["baseline"])
+    assert detect(*series(1, creep=1.0, level=100.0), relative) is None  # ~0.8% of 100
+
+
+def test_empty_analysis_window_and_empty_extended_window() -> None:
+    times, values = series(2, creep=1.0)
+    assert detect(times[:HISTORY], values[:HISTORY]) is None
+    no_extended = WindowBounds(
+        0.0, WINDOWS.analysis_start_s, WINDOWS.extended_start_s, WINDOWS.extended_start_s
+    )
+    candidate = detect_long_term("s", "gcpu", times, values, 1.0, no_extended, ABSOLUTE, SETTINGS)
+    assert candidate is not None
+    assert candidate.verdicts["long_term"].numbers["current_extended"] is None
+    # Points after end_s are dropped; the one at end_s joins the (closed) analysis window.
+    assert len(candidate.times_s) == HISTORY + ANALYSIS + 1
+
+
+def brute_force_split(values: np.ndarray) -> int:
+    costs = [
+        ((values[:k] - values[:k].mean()) ** 2).sum()
+        + ((values[k:] - values[k:].mean()) ** 2).sum()
+        for k in range(1, len(values))
+    ]
+    return int(np.argmin(costs)) + 1
+
+
+def test_optimal_split_matches_brute_force_on_200_seeded_arrays() -> None:
+    rng = np.random.default_rng(42)
+    for _ in range(200):
+        n = int(rng.integers(2, 80))
+        values = rng.normal(0.0, 1.0, n) + rng.normal(0.0, 3.0) * (np.arange(n) >= rng.integers(n))
+        assert optimal_split(values) == brute_force_split(values)
+
+
+def test_optimal_split_hand_made_cases() -> None:
+    assert optimal_split(np.array([0.0, 0.0, 0.0, 5.0, 5.0])) == 3
+    assert optimal_split(np.array([1e9 + 1, 1e9 + 1, 1e9 + 2, 1e9 + 2])) == 2
+    assert optimal_split(np.array([3.0, 7.0])) == 1
+    with pytest.raises(ValueError, match="at least 2"):
+        optimal_split(np.array([1.0]))
+
+
+def batch(rows: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
+    width = max(len(t) for t, _ in rows)
+    times = np.full((len(rows), width), np.inf)
+    values = np.zeros((len(rows), width))
+    for i, (t, v) in enumerate(rows):
+        times[i, : len(t)], values[i, : len(v)] = t, v
+    return values, times, np.array([len(t) for t, _ in rows])
+
+
+@pytest.mark.parametrize("amplitude", [0.0, 1.0])
+def test_screen_never_rejects_a_creep_the_full_detector_finds(amplitude: float) -> None:
+    rows = [
+        series(seed, creep=creep, amplitude=amplitude) for seed in range(50) for creep in (0.7, 1.0)
+    ]
+    keep = screen_long_term(*batch(rows), WINDOWS, ABSOLUTE, SETTINGS.edge_share)
+    found = np.array([detect(t, v) is not None for t, v in rows])
+    assert found.sum() >= 60  # not vacuous
+    assert not np.any(found & ~keep)
+
+
+@pytest.mark.parametrize("amplitude", [0.0, 1.0])
+def test_screen_rejects_flat_series(amplitude: float) -> None:
+    rows = [series(seed, amplitude=amplitude) for seed in range(100)]
+    keep = screen_long_term(*batch(rows), WINDOWS, ABSOLUTE, SETTINGS.edge_share)
+    assert not keep.any()
+
+
+def test_screen_respects_lengths_padding_and_relative_thresholds() -> None:
+    creep = series(3, creep=1.0, level=10.0)
+    short = (creep[0][:HISTORY], creep[1][:HISTORY])  # no analysis window: cannot pass
+    values, times, lengths = batch([creep, short, series(4, level=10.0)])
+    relative = Threshold("relative", 0.05)
+    keep = screen_long_term(values, times, lengths, WINDOWS, relative, SETTINGS.edge_share)
+    assert keep.tolist() == [True, False, False]
+    values[1, HISTORY:] = 1e6  # garbage beyond the row's length is never read
+    times[1, HISTORY:] = creep[0][HISTORY:]
+    keep = screen_long_term(values, times, lengths, WINDOWS, relative, SETTINGS.edge_share)
+    assert keep.tolist() == [True, False, False]
