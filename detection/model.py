@@ -217,22 +217,30 @@ class WentAwaySettings:
     """§5.2.2: SAX with ``sax_buckets`` (N = 20) letters, a letter valid when it holds at least
     ``sax_valid_share`` (X = 3%) of the points; a post-change string is a new pattern when more
     than ``new_pattern_share`` of its letters are invalid; Mann–Kendall at ``trend_alpha``; the
-    MAD coefficient 1.5 (threshold = coefficient × MAD × 1.4826); the last ``gone_away_points``
-    points decide RegressionGoneAway; ``day_s`` is "the previous day"."""
+    MAD coefficient 1.5 (threshold = coefficient × MAD × 1.4826); at least the last
+    ``gone_away_points`` points decide RegressionGoneAway, which calls a regression still present
+    only when they are above the baseline by ``gone_away_z`` level-noise units (one-sided 1%);
+    ``day_s`` is "the previous day"; a history significantly seasonal at one of ``periods_s``
+    (ACF at ``acf_alpha``) is deseasonalised before judging."""
 
     sax_buckets: int = 20
     sax_valid_share: float = 0.03
     new_pattern_share: float = 0.5
-    trend_alpha: float = 0.05
+    trend_alpha: float = 0.01
     mad_coefficient: float = 1.5
     gone_away_points: int = 5
+    gone_away_z: float = 2.326
     day_s: float = 86400.0
+    periods_s: tuple[float, ...] = (86400.0, 604800.0)
+    acf_alpha: float = 0.01
 
 
 @dataclass(frozen=True, slots=True)
 class SeasonalitySettings:
     """§5.2.3: ACF significance level, the candidate periods tried (in seconds: a day and a
-    week by default), and the pseudo z-score threshold below which a change is seasonal."""
+    week by default), and the z-score threshold below which a change is seasonal (the median
+    shift over its standard error: a change within 3 standard errors of the deseasonalised
+    history is seasonal)."""
 
     acf_alpha: float = 0.01
     periods_s: tuple[float, ...] = (86400.0, 604800.0)

@@ -1,7 +1,7 @@
 """Workload settings and FBDetect's Table 1 workloads as named presets (`preset: frontfaas-small`).
 
-The workload types live here rather than in ``config.py`` so that this table and the config
-reader can both use them without an import cycle; ``regbot.bot.config`` re-exports them.
+The workload types belong to detection (the pipeline reads them); ``regbot.bot.config`` builds
+them from ``regbot.yml`` and re-exports them.
 
 Table 1 of the FBDetect paper (SOSP '24) gives, per workload, a detection threshold, a re-run
 interval and three windows. Conversions: percentages become shares (3% -> 0.03, 0.005% ->

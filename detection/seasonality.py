@@ -221,14 +221,29 @@ def decompose(times_s: np.ndarray, values: np.ndarray, period_points: int) -> De
     return Decomposition(grid, np.asarray(fit.seasonal), np.asarray(fit.trend), period_points)
 
 
+# The standard error of a sample median is sqrt(pi/2) times that of the mean (Gaussian noise).
+MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
+
+
 def _z_score(
-    deseasonalised: np.ndarray, after: np.ndarray, before_median: float, scale: float
+    deseasonalised: np.ndarray, after: np.ndarray, before_median: float, scale: float, n_before: int
 ) -> float | None:
-    if not after.any():
+    """The median shift after the change over its standard error.
+
+    §5.2.3 normalises the median difference "by the standard deviation of the residual"; a
+    difference of medians over n points has noise ``σ·√(π/2)·√(1/n_after + 1/n_before)``, not
+    σ, so regbot divides by that: with per-point σ every regression smaller than a few σ per
+    point would count as seasonal whatever the number of points behind it. The paper's
+    per-point pseudo z-score is reported beside it (``pseudo_z_*``).
+    """
+    n_after = int(np.count_nonzero(after))
+    if not n_after:
         return None
     difference = float(np.median(deseasonalised[after])) - before_median
     if scale > 0:
-        return difference / scale
+        return difference / (
+            scale * MEDIAN_EFFICIENCY * math.sqrt(1 / n_after + 1 / max(n_before, 1))
+        )
     return 0.0 if difference == 0 else math.copysign(math.inf, difference)
 
 
@@ -275,8 +290,15 @@ def seasonality_verdict(candidate: Candidate, settings: SeasonalitySettings) -> 
     analysis_end = w.extended_start_s if has_extended else math.nextafter(w.end_s, math.inf)
     in_analysis = (times >= w.analysis_start_s) & (times < analysis_end)
     in_extended = (times >= w.extended_start_s) & (times <= w.end_s) & has_extended
-    z_analysis = _z_score(deseasonalised, post & in_analysis, before_median, scale)
-    z_extended = _z_score(deseasonalised, post & in_extended, before_median, scale)
+    z_analysis = _z_score(deseasonalised, post & in_analysis, before_median, scale, change)
+    z_extended = _z_score(deseasonalised, post & in_extended, before_median, scale, change)
+    for name, window in (("analysis", in_analysis), ("extended", in_extended)):
+        after = post & window
+        numbers[f"pseudo_z_{name}"] = (
+            float((np.median(deseasonalised[after]) - before_median) / scale)
+            if after.any() and scale > 0
+            else None
+        )
     numbers.update(
         z_analysis=_float_or_none(z_analysis) if z_analysis is not None else None,
         z_extended=_float_or_none(z_extended) if z_extended is not None else None,

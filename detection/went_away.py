@@ -19,6 +19,7 @@ import numpy as np
 from scipy import stats
 
 from regbot.detection.model import Candidate, Verdict, WentAwaySettings
+from regbot.detection.seasonality import choose_period
 
 __all__ = ["mann_kendall", "sax_letters", "valid_letters", "went_away_verdict"]
 
@@ -142,6 +143,53 @@ def _pre_points(candidate: Candidate, mask: np.ndarray, pre: np.ndarray) -> np.n
     return kept if kept.size else pre
 
 
+def level_noise(pre: np.ndarray, m: int, floor: float = 0.0) -> float:
+    """Robust standard deviation of the mean of ``m`` consecutive pre-change points: 1.4826 ×
+    MAD of the means of consecutive m-point blocks (the most recent blocks first, at least 8 of
+    them), or 1.4826 × MAD(points) / √m when there are fewer blocks; never below ``floor``."""
+    m = max(1, int(m))
+    blocks = len(pre) // m
+    if blocks >= 8:
+        means = pre[len(pre) - blocks * m :].reshape(blocks, m).mean(axis=1)
+        spread = MAD_NORMAL * float(np.median(np.abs(means - np.median(means))))
+    else:
+        spread = MAD_NORMAL * float(np.median(np.abs(pre - np.median(pre)))) / np.sqrt(m)
+    return float(max(spread, floor))
+
+
+def deseasonalise(
+    times_s: np.ndarray, values: np.ndarray, change_index: int, settings: WentAwaySettings
+) -> tuple[np.ndarray, dict[str, object]]:
+    """``values`` minus the daily (or weekly) profile of the pre-change history, when that history
+    is significantly seasonal (``choose_period``: ACF at the period, as the seasonality stage
+    tests it); otherwise ``values`` unchanged. The profile is the mean of the pre-change points in
+    each of ``min(period_points, 48)`` phase buckets, centred on zero; a bucket with fewer than 2
+    points leaves the series as it is.
+
+    Why: FBDetect runs went-away before the seasonality stage, and on a seasonal series the
+    "normal range" of the history spans the whole daily swing, so a step smaller than the swing
+    would always look gone away. Judging the deseasonalised series keeps the went-away
+    predicate's meaning (does the change last?) on such series; the seasonality stage still
+    decides afterwards whether the change itself is seasonal.
+    """
+    period, period_numbers = choose_period(
+        times_s[:change_index], values[:change_index], settings.periods_s, settings.acf_alpha
+    )
+    if period is None or period_numbers["period_s"] is None:
+        return values, {"deseasonalised": False}
+    period_s = float(period_numbers["period_s"])
+    buckets = int(min(period, 48))
+    phase = np.mod(times_s - times_s[0], period_s) / period_s
+    bucket = np.minimum((phase * buckets).astype(np.int64), buckets - 1)
+    counts = np.bincount(bucket[:change_index], minlength=buckets)
+    if (counts < 2).any():
+        return values, {"deseasonalised": False}
+    profile = np.bincount(bucket[:change_index], weights=values[:change_index], minlength=buckets)
+    profile = profile / counts
+    profile -= profile.mean()
+    return values - profile[bucket], {"deseasonalised": True, "season_period_s": period_s}
+
+
 def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdict:
     """FBDetect's went-away predicate on one candidate (stage "went_away"; passed = kept).
 
@@ -153,9 +201,10 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     * **NewPattern**: more than ``new_pattern_share`` of post-change points carry letters not
       valid pre-change, unless the post-change mean is below the lower edge of the lowest valid
       pre-change bucket (a new pattern that costs less).
-    * **SignificantRegression**: the largest letter among post-change points in the analysis
-      window (all post-change points if the change is in the extended window) ≥ the largest
-      valid pre-change letter, AND p90(post) > p95(historical window, pre-change points) AND
+    * **SignificantRegression**: the largest letter among the post-change points (the
+      "post-regression analysis window" read as every point after the change, extended window
+      included: a change late in the analysis window has only a point or two there, whose
+      largest letter is low by chance) ≥ the largest valid pre-change letter, AND p90(post) > p95(historical window, pre-change points) AND
       p90(post) > p90(pre-change points in [change_time − day_s, change_time)). An empty
       historical or previous-day set falls back to all pre-change points.
     * **LastingTrend**: two windows, post-change and the whole analysis window (analysis start
@@ -164,14 +213,28 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
       (slope, intercept), without one it is flat at the window's median ("if a trend is found,
       FBDetect uses Theil–Sen"). The line with the lower slope is chosen (ties: post-change);
       the regression lasts when that line at the window's end is at least
-      ``threshold = mad_coefficient × 1.4826 × MAD(pre)`` above the pre-change median.
+      ``mad_coefficient × level_noise(pre, m)`` above the pre-change median, m being the
+      chosen window's number of points.
+      *Which MAD.* §5.2.2 sets the threshold to coefficient × 1.4826 × MAD without saying of
+      what. regbot takes the MAD of the quantity being compared: the line's level is an
+      estimate from m points, so its noise is the spread of m-point means in the history —
+      ``level_noise`` = 1.4826 × MAD of the means of consecutive m-point blocks of the
+      pre-change points (autocorrelation and slow wander included), or 1.4826 × MAD/√m when
+      the history holds fewer than 8 such blocks. Per-point MAD would make every step smaller
+      than 1.5σ per point "not lasting", whatever the number of samples behind it.
       Deviation from the brief's reading: a significant *downward* trend is reported
       (``*_trend``) but does not veto by itself. §5.2.2 says a decreasing trend "is
       insufficient, since the value needs to recover to the normal level", and a standalone
       veto drops true steps whenever noise makes a chance downward trend (~2.5% per window at
       α = 0.05). A decaying spike still fails: its falling line ends near the baseline.
-    * **RegressionGoneAway**: the median of the last ``gone_away_points`` points is below
-      pre-change median + threshold (the same threshold).
+    * **RegressionGoneAway**: the "last points" are the post-change points in the extended window
+      (the window that exists to show whether a change stayed), at least ``gone_away_points``
+      (the last ``max(gone_away_points, n_post // 2)`` when there is no extended window). The
+      regression has gone away when their mean is back below the pre-change median plus the
+      larger of ``gone_away_z × level_noise(pre, m)`` (not significantly above the baseline,
+      one-sided, at the change-point test's 1% by default) and half the step (closer to the
+      baseline than to the regressed level, the step being the post-change median minus the
+      pre-change median).
     * **MAD floor**: MAD(pre) is at least 1e-9 × max |value| (then the smallest positive float),
       so a constant history gives a tiny, non-zero threshold; ``mad_floored`` says so.
     * **Theil–Sen cap**: a window of more than 500 points is subsampled at 500 evenly strided
@@ -189,6 +252,8 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     if n_pre < MIN_POINTS_EACH_SIDE or n_post < MIN_POINTS_EACH_SIDE:
         numbers.update(too_few_points=True, min_points_each_side=MIN_POINTS_EACH_SIDE)
         return Verdict(STAGE, True, "too few points to judge", _plain_dict(numbers))
+    values, season_numbers = deseasonalise(times, values, c, settings)
+    numbers.update(season_numbers)
     pre, post = values[:c], values[c:]
     w = candidate.windows
     n_buckets = settings.sax_buckets
@@ -209,8 +274,7 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     new_pattern = invalid_share > settings.new_pattern_share and not below_history
 
     # SignificantRegression.
-    in_analysis = times[c:] < w.extended_start_s
-    post_analysis_letters = post_letters[in_analysis] if in_analysis.any() else post_letters
+    post_analysis_letters = post_letters
     max_post_letter = int(post_analysis_letters.max())
     max_valid_pre_letter = int(valid_idx[-1]) if valid_idx.size else -1
     letters_ok = max_post_letter >= max_valid_pre_letter
@@ -233,20 +297,25 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     mad_floor = max(MAD_FLOOR_SHARE * float(np.max(np.abs(values))), float(np.finfo(float).tiny))
     mad_floored = mad < mad_floor
     mad_used = max(mad, mad_floor)
-    threshold = settings.mad_coefficient * MAD_NORMAL * mad_used
+    threshold = settings.mad_coefficient * MAD_NORMAL * mad_used  # per point, for reference
     lines = [_window_line("post", times[c:], post, settings.trend_alpha)]
     a0 = int(np.searchsorted(times, w.analysis_start_s, side="left"))
     if values.size - a0 >= MIN_POINTS_EACH_SIDE:
         lines.append(_window_line("analysis", times[a0:], values[a0:], settings.trend_alpha))
     chosen = min(lines, key=lambda line: line.slope_per_s)  # stable: post wins ties
     lift = chosen.end_level - pre_median
-    lasting = lift >= threshold
+    lasting_threshold = settings.mad_coefficient * level_noise(pre, chosen.points, mad_floor)
+    lasting = lift >= lasting_threshold
 
     # RegressionGoneAway.
-    k = max(1, min(settings.gone_away_points, n_post))
-    last_median = float(np.median(values[-k:]))
-    gone_limit = pre_median + threshold
-    gone_away = last_median < gone_limit
+    in_extended = int(np.count_nonzero(times[c:] >= w.extended_start_s))
+    k = in_extended if in_extended else n_post // 2
+    k = max(1, min(n_post, max(settings.gone_away_points, k)))
+    last_mean = float(np.mean(values[-k:]))
+    half_step = 0.5 * (float(np.median(post)) - pre_median)
+    gone_threshold = settings.gone_away_z * level_noise(pre, k, mad_floor)
+    gone_limit = pre_median + gone_threshold
+    gone_away = last_mean < gone_limit
 
     passed = new_pattern or (significant and lasting and not gone_away)
     numbers.update(
@@ -278,7 +347,7 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
         mad_pre=mad,
         mad_floored=mad_floored,
         mad_coefficient=settings.mad_coefficient,
-        threshold=threshold,
+        threshold_per_point=threshold,
         trend_alpha=settings.trend_alpha,
     )
     for line in lines:
@@ -298,9 +367,11 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     numbers.update(
         chosen_window=chosen.name,
         lift=lift,
+        lasting_threshold=lasting_threshold,
         lasting_trend=lasting,
         gone_away_points=k,
-        last_median=last_median,
+        last_mean=last_mean,
+        half_step=half_step,
         gone_away_limit=gone_limit,
         regression_gone_away=gone_away,
     )
@@ -323,12 +394,8 @@ def _reason(n: dict[str, object]) -> str:
         f"p90 previous day {n['p90_previous_day']:.4g}, letters {n['max_post_analysis_letter']} "
         f"vs {n['max_valid_pre_letter']}"
     )
-    lasting = (
-        f"lift {n['lift']:.4g} vs threshold {n['threshold']:.4g} ({n['chosen_window']} window)"
-    )
-    gone = (
-        f"last-{n['gone_away_points']} median {n['last_median']:.4g} vs {n['gone_away_limit']:.4g}"
-    )
+    lasting = f"lift {n['lift']:.4g} vs threshold {n['lasting_threshold']:.4g} ({n['chosen_window']} window)"
+    gone = f"last-{n['gone_away_points']} mean {n['last_mean']:.4g} vs {n['gone_away_limit']:.4g}"
     if n["significant_regression"] and n["lasting_trend"] and not n["regression_gone_away"]:
         return f"kept: significant ({significant}), lasting ({lasting}), still present ({gone})"
     failed = []

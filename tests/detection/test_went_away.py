@@ -229,11 +229,12 @@ def test_figure_7_spike_in_history_then_real_regression_is_kept():
 def test_new_pattern_keeps_even_when_the_conjunction_fails():
     v = baseline(1)
     v[CHANGE:] += 6.0
-    v[-5:] -= 6.0  # back to baseline in the last points: RegressionGoneAway holds
-    n = (verdict := judge(make_candidate(v))).numbers
+    v[-N_EXTENDED:] -= 6.0  # back to baseline in the extended window: RegressionGoneAway holds
+    settings = WentAwaySettings(new_pattern_share=0.4)  # half the post-change points are new
+    n = (verdict := judge(make_candidate(v), settings)).numbers
     assert n["regression_gone_away"] and n["new_pattern"] and verdict.passed
     assert verdict.reason.startswith("kept: new pattern")
-    assert n["post_invalid_share"] > SETTINGS.new_pattern_share
+    assert n["post_invalid_share"] > settings.new_pattern_share
 
 
 def test_new_pattern_below_the_history_is_not_a_new_pattern():
@@ -250,7 +251,7 @@ def test_new_pattern_below_the_history_is_not_a_new_pattern():
 
 def test_constant_series_is_filtered_without_errors():
     n = (verdict := judge(make_candidate(np.full(288, 5.0)))).numbers
-    assert not verdict.passed and n["mad_floored"] and n["threshold"] > 0
+    assert not verdict.passed and n["mad_floored"] and n["lasting_threshold"] > 0
     assert n["pre_valid_letters"] == [0] and not n["significant_regression"]
 
 
@@ -307,4 +308,4 @@ def test_downward_trend_alone_does_not_filter_a_step_that_stays_high():
     v[CHANGE:] += 6.0 + np.linspace(0.0, -3.0, N_ANALYSIS + N_EXTENDED)
     n = (verdict := judge(make_candidate(v), NO_NEW_PATTERN)).numbers
     assert n["post_trend"] == "down" and n["chosen_window"] == "post"
-    assert n["lift"] >= n["threshold"] and verdict.passed
+    assert n["lift"] >= n["lasting_threshold"] and verdict.passed
