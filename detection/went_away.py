@@ -204,8 +204,9 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     * **SignificantRegression**: the largest letter among the post-change points (the
       "post-regression analysis window" read as every point after the change, extended window
       included: a change late in the analysis window has only a point or two there, whose
-      largest letter is low by chance) ≥ the largest valid pre-change letter, AND p90(post) > p95(historical window, pre-change points) AND
-      p90(post) > p90(pre-change points in [change_time − day_s, change_time)). An empty
+      largest letter is low by chance) ≥ the largest valid pre-change letter, AND p90(post) >
+      p95(historical window, pre-change points) AND p90(post) > p90(pre-change points in
+      [change_time − day_s, change_time)). An empty
       historical or previous-day set falls back to all pre-change points.
     * **LastingTrend**: two windows, post-change and the whole analysis window (analysis start
       to the end of data, extended window included). In each, Mann–Kendall (two-sided, at
