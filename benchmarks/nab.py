@@ -150,6 +150,9 @@ def detectors(rpt) -> dict[str, Detector]:
 
     return {
         "regbot binseg a=0.01": lambda z: binary_segmentation(z, ChangePointSettings(alpha=0.01)),
+        "regbot binseg a=0.01 search-corrected": lambda z: binary_segmentation(
+            z, ChangePointSettings(alpha=0.01), correct_for_search=True
+        ),
         "ruptures Pelt l2 (C)": pelt_l2,
         "plain CUSUM k=0.5 h=5": plain_cusum,
     }

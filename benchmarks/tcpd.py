@@ -17,7 +17,8 @@ Protocol (TCPDBench "default", van den Burg & Williams 2020, §5):
 Methods (indices are the first point of the new segment throughout; TCPDBench's R wrappers
 report R's ``cpt - 1``, one point earlier, which margin 5 mostly absorbs):
 
-* regbot binseg, alpha 0.01 (the default) and 0.05 (sensitivity row).
+* regbot binseg, alpha 0.01 (the default) and 0.05 (sensitivity row), and alpha 0.01 with the
+  p-value corrected for the search over split positions (``correct_for_search``).
 * ruptures, cost "l2" (= the residual sum of squares, which is the cost of R changepoint's
   ``cpt.mean`` Normal test on unit-variance data) with ``min_size=1, jump=1`` (R's minseglen 1),
   and the penalty ``pen = 3·log(n)·σ²`` with σ² = 1 after z-scoring: the 3·log(n) per change of
@@ -150,12 +151,17 @@ def ruptures_detectors(rpt) -> dict[str, Detector]:
 
 
 def detectors(rpt) -> dict[str, Detector]:
-    def regbot(alpha: float) -> Detector:
-        return lambda z: binary_segmentation(z, ChangePointSettings(alpha=alpha))
+    def regbot(alpha: float, corrected: bool = False, cap: int | None = None) -> Detector:
+        return lambda z: binary_segmentation(
+            z, ChangePointSettings(alpha=alpha), correct_for_search=corrected, max_change_points=cap
+        )
 
     return {
         "regbot binseg a=0.01": regbot(0.01),
         "regbot binseg a=0.05": regbot(0.05),
+        "regbot binseg a=0.01 search-corrected": regbot(0.01, True),
+        "regbot binseg a=0.01 Q=5 (TCPDBench cap)": regbot(0.01, False, 5),
+        "regbot binseg a=0.01 corrected Q=5": regbot(0.01, True, 5),
         **ruptures_detectors(rpt),
         "plain CUSUM k=0.5 h=5": plain_cusum,
         "zero": lambda z: [],

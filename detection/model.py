@@ -91,7 +91,9 @@ class SeriesBatch:
 
     Row ``i`` holds ``lengths[i]`` valid points, left-aligned and in ascending time order;
     the rest of the row is padding (``times_s`` = +inf, ``values`` = 0.0, never read when masks
-    are respected). ``values`` are oriented (higher is worse, see the module docstring).
+    are respected). When every series has the same timestamps, ``times_s`` is a read-only
+    broadcast of one row (a fleet of 100,000 series costs one time axis, not 100,000).
+    ``values`` are oriented (higher is worse, see the module docstring).
     """
 
     ids: list[str]
@@ -124,6 +126,19 @@ class SeriesBatch:
     ) -> SeriesBatch:
         """Pack series (already normalised: sorted, finite, unique times) keeping the points in
         ``[start_s, end_s]``; data after ``end_s`` (``--now``) is ignored as if not yet arrived."""
+        ids, kinds = [s.id for s in series], [s.kind for s in series]
+        sign = np.array([-1.0 if s.kind in higher_is_better else 1.0 for s in series])
+        shared = _shared_timestamps(series)
+        if shared is not None:
+            # One time axis for every series (a fleet's buckets): a broadcast view, no copy.
+            keep = (shared >= start_s) & (shared <= end_s)
+            row_times = shared[keep]
+            lengths = np.full(len(series), len(row_times), dtype=np.int64)
+            times = np.broadcast_to(row_times, (len(series), len(row_times)))
+            values = np.empty((len(series), len(row_times)))
+            for i, s in enumerate(series):
+                np.multiply(np.asarray(s.values, np.float64)[keep], sign[i], out=values[i])
+            return SeriesBatch(ids, kinds, times, values, lengths, sign)
         kept = []
         for s in series:
             keep = (s.timestamps_s >= start_s) & (s.timestamps_s <= end_s)
@@ -137,13 +152,24 @@ class SeriesBatch:
         width = int(lengths.max()) if len(lengths) else 0
         times = np.full((len(series), width), np.inf)
         values = np.zeros((len(series), width))
-        sign = np.array([-1.0 if s.kind in higher_is_better else 1.0 for s in series])
         for i, (t, v) in enumerate(kept):
             times[i, : len(t)] = t
             values[i, : len(v)] = v * sign[i]
         return SeriesBatch(
             [s.id for s in series], [s.kind for s in series], times, values, lengths, sign
         )
+
+
+def _shared_timestamps(series: Sequence[Series]) -> np.ndarray | None:
+    """The one timestamp array all series have, or None when they differ."""
+    if not series:
+        return None
+    first = np.asarray(series[0].timestamps_s, np.float64)
+    for s in series[1:]:
+        same = s.timestamps_s is series[0].timestamps_s
+        if not same and not np.array_equal(s.timestamps_s, first):
+            return None
+    return first
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,6 +109,13 @@ def detect_in_windows(
     batch = SeriesBatch.from_series(
         series, settings.higher_is_better, start_s=windows.historical_start_s, end_s=windows.end_s
     )
+    return detect_batch(batch, settings, windows)
+
+
+def detect_batch(
+    batch: SeriesBatch, settings: DetectionSettings, windows: WindowBounds
+) -> DetectionResult:
+    """The pipeline over a packed batch (already cut to the windows)."""
     funnel = dict.fromkeys(FUNNEL_KEYS, 0)
     funnel["series"] = len(batch)
     candidates = find_change_candidates(batch, windows, settings)

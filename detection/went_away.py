@@ -309,9 +309,7 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     lasting = lift >= lasting_threshold
 
     # RegressionGoneAway.
-    in_extended = int(np.count_nonzero(times[c:] >= w.extended_start_s))
-    k = in_extended if in_extended else n_post // 2
-    k = max(1, min(n_post, max(settings.gone_away_points, k)))
+    k = max(1, min(n_post, max(settings.gone_away_points, n_post // 2)))
     last_mean = float(np.mean(values[-k:]))
     half_step = 0.5 * (float(np.median(post)) - pre_median)
     gone_threshold = settings.gone_away_z * level_noise(pre, k, mad_floor)
