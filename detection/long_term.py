@@ -63,6 +63,7 @@ from regbot.detection.model import (
     Verdict,
     WindowBounds,
 )
+from regbot.detection.season_adjust import subtract_phase_profile
 from regbot.detection.seasonality import choose_period, decompose
 
 __all__ = ["ROLLING_SHARE", "detect_long_term", "optimal_split", "screen_long_term"]
@@ -223,31 +224,6 @@ def detect_long_term(
     )
 
 
-def _deseasonalised(
-    values: np.ndarray,
-    times: np.ndarray,
-    valid: np.ndarray,
-    historical: np.ndarray,
-    origin_s: float,
-    period_s: float,
-    buckets: int,
-) -> np.ndarray:
-    """``values`` minus each row's centred phase profile (mean of the historical points per
-    phase bucket); rows with a bucket of fewer than 2 historical points are left as they are."""
-    rows = len(values)
-    phase = np.mod(np.where(valid, times, origin_s) - origin_s, period_s) / period_s
-    bucket = np.minimum((phase * buckets).astype(np.int64), buckets - 1)
-    index = (np.arange(rows)[:, None] * buckets + bucket)[historical]
-    sums = np.bincount(index, weights=values[historical], minlength=rows * buckets)
-    counts = np.bincount(index, minlength=rows * buckets)
-    sums, counts = sums.reshape(rows, buckets), counts.reshape(rows, buckets)
-    covered = (counts >= 2).all(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        profile = sums / counts
-    profile = np.where(covered[:, None], profile - profile.mean(axis=1, keepdims=True), 0.0)
-    return values - np.take_along_axis(profile, bucket, axis=1)
-
-
 def screen_long_term(
     batch_values: np.ndarray,
     batch_times: np.ndarray,
@@ -276,7 +252,7 @@ def screen_long_term(
     if windows.end_s > windows.extended_start_s:
         analysis &= times < windows.extended_start_s
     extended = valid & ~historical & ~analysis
-    adjusted = _deseasonalised(
+    adjusted = subtract_phase_profile(
         values, times, valid, historical, windows.historical_start_s, period_s, phase_buckets
     )
 

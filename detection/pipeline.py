@@ -15,6 +15,7 @@ import numpy as np
 from regbot.detection.changepoint import detect_change_points
 from regbot.detection.long_term import detect_long_term, screen_long_term
 from regbot.detection.model import Candidate, DetectionSettings, SeriesBatch, WindowBounds
+from regbot.detection.season_adjust import adjust_for_season
 from regbot.detection.seasonality import seasonality_verdict
 from regbot.detection.thresholds import threshold_verdict
 from regbot.detection.went_away import went_away_verdict
@@ -59,10 +60,17 @@ def find_change_candidates(
     batch: SeriesBatch, windows: WindowBounds, settings: DetectionSettings
 ) -> list[Candidate]:
     """Rows whose most likely change point lies in the analysis window, is an increase (oriented:
-    worse), and passes the likelihood-ratio test at ``alpha``. Vectorised over the batch."""
+    worse), and passes the likelihood-ratio test at ``alpha``. Vectorised over the batch.
+
+    Seasonal rows are tested on their deseasonalised values (``season_adjust``), so that
+    ``mean_before``/``mean_after`` are deseasonalised levels there; the candidate keeps its raw
+    values for the later stages."""
     start, end = window_search_ranges(batch, windows)
+    values, _ = adjust_for_season(
+        batch, windows, settings.seasonality.periods_s, settings.seasonality.acf_alpha
+    )
     points = detect_change_points(
-        batch.values, batch.lengths, settings.change_point, search_start=start, search_end=end
+        values, batch.lengths, settings.change_point, search_start=start, search_end=end
     )
     chosen = np.flatnonzero(
         (points.index >= 0)

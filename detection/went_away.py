@@ -138,8 +138,9 @@ def _plain(x: object) -> object:
     return x
 
 
-def _pre_points(candidate: Candidate, mask: np.ndarray, pre: np.ndarray) -> np.ndarray:
-    kept = candidate.values[: candidate.change_index][mask[: candidate.change_index]]
+def _pre_points(mask: np.ndarray, pre: np.ndarray) -> np.ndarray:
+    """The pre-change points (of the values being judged) under ``mask``, or all of them."""
+    kept = pre[mask[: pre.size]]
     return kept if kept.size else pre
 
 
@@ -228,14 +229,13 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
       insufficient, since the value needs to recover to the normal level", and a standalone
       veto drops true steps whenever noise makes a chance downward trend (~2.5% per window at
       α = 0.05). A decaying spike still fails: its falling line ends near the baseline.
-    * **RegressionGoneAway**: the "last points" are the post-change points in the extended window
-      (the window that exists to show whether a change stayed), at least ``gone_away_points``
-      (the last ``max(gone_away_points, n_post // 2)`` when there is no extended window). The
-      regression has gone away when their mean is back below the pre-change median plus the
-      larger of ``gone_away_z × level_noise(pre, m)`` (not significantly above the baseline,
-      one-sided, at the change-point test's 1% by default) and half the step (closer to the
-      baseline than to the regressed level, the step being the post-change median minus the
-      pre-change median).
+    * **RegressionGoneAway**: the "last points" are the last two thirds of the post-change
+      points (at least ``gone_away_points``): a transient that recovers is over within the first
+      third of a post-change period as long as the analysis plus extended windows, and the more
+      points judge the end level, the fewer small real steps look gone by chance. The regression
+      has gone away when their mean is below the pre-change median plus
+      ``gone_away_z × level_noise(pre, m)``: not significantly above the baseline (one-sided, at
+      the change-point test's 1% by default).
     * **MAD floor**: MAD(pre) is at least 1e-9 × max |value| (then the smallest positive float),
       so a constant history gives a tiny, non-zero threshold; ``mad_floored`` says so.
     * **Theil–Sen cap**: a window of more than 500 points is subsampled at 500 evenly strided
@@ -279,11 +279,8 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     max_post_letter = int(post_analysis_letters.max())
     max_valid_pre_letter = int(valid_idx[-1]) if valid_idx.size else -1
     letters_ok = max_post_letter >= max_valid_pre_letter
-    historical = _pre_points(
-        candidate, (times >= w.historical_start_s) & (times < w.analysis_start_s), pre
-    )
+    historical = _pre_points((times >= w.historical_start_s) & (times < w.analysis_start_s), pre)
     day = _pre_points(
-        candidate,
         (times >= candidate.change_time_s - settings.day_s) & (times < candidate.change_time_s),
         pre,
     )
@@ -309,7 +306,7 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     lasting = lift >= lasting_threshold
 
     # RegressionGoneAway.
-    k = max(1, min(n_post, max(settings.gone_away_points, n_post // 2)))
+    k = max(1, min(n_post, max(settings.gone_away_points, n_post - n_post // 3)))
     last_mean = float(np.mean(values[-k:]))
     half_step = 0.5 * (float(np.median(post)) - pre_median)
     gone_threshold = settings.gone_away_z * level_noise(pre, k, mad_floor)
