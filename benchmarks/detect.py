@@ -9,7 +9,8 @@ beside peers on the same series in the same run.
    minimum detectable effect), false-positive rate per quiet series, and the share of transient
    dips/spikes and seasonal peaks filtered.
 2. Peers on the first ``--peer-series`` series of the same fleet: ruptures Binseg (l2) and Pelt
-   (l2, run as KernelCPD with the linear kernel: the same cost in ruptures' C code) with an MBIC-like penalty 3·log(n)·σ̂² (σ̂ from the MAD of first differences), a plain
+   (l2, run as KernelCPD with the linear kernel: the same cost in ruptures' C code) with an
+   MBIC-like penalty 3·log(n)·σ̂² (σ̂ from the MAD of first differences), a plain
    CUSUM (k = 0.5σ, h = 5σ) without regbot's filters, and Apache Otava's E-divisive from its own
    venv (``--no-otava`` to skip). A peer "reports" a series when it puts an upward change point
    in the analysis window. Table: method, precision, recall, F1, false-positive rate, seconds per
