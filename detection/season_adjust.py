@@ -17,6 +17,8 @@ points) per period tried.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.stats import norm
 
@@ -83,7 +85,8 @@ def adjust_for_season(
     historical = valid & (batch.times_s < windows.analysis_start_s)
     times = np.where(valid, batch.times_s, 0.0)
     diffs = np.where(valid[:, 1:] & valid[:, :-1], np.diff(times, axis=1), np.nan)
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():  # rows with fewer than two points have no spacing (NaN)
+        warnings.simplefilter("ignore", RuntimeWarning)
         spacing = np.nanmedian(diffs, axis=1) if diffs.shape[1] else np.full(len(values), np.nan)
     best_r = np.zeros(len(values))
     best_period = np.zeros(len(values))
