@@ -43,10 +43,11 @@ from regbot.detection.simulate import FleetScenario, simulate_fleet
 from regbot.detection.model import DetectionSettings, LongTermSettings, SeriesBatch
 from regbot.detection.presets import Threshold, Windows, WorkloadSettings
 from regbot.detection.pipeline import detect_batch
+from detect import scenario
 
 n, points, seed = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 t0 = time.perf_counter()
-series, events, bounds = simulate_fleet(FleetScenario(n_series=n, n_points=points), seed)
+series, events, bounds = simulate_fleet(scenario(n, points), seed)
 simulated_s = time.perf_counter() - t0
 windows = Windows(bounds.analysis_start_s - bounds.historical_start_s,
                   bounds.extended_start_s - bounds.analysis_start_s,
@@ -76,10 +77,26 @@ print(json.dumps({
 """
 
 
+SAMPLES_PER_SERIES = (
+    20  # stack samples per subroutine per bucket, the simulator's 10,000-series default
+)
+
+
+def scenario(n: int, points: int):
+    """The fleet: samples per bucket grow with the number of subroutines (20 each, as the
+    simulator's 10,000-series default has), so a fleet of 100,000 subroutines is sampled as
+    densely per subroutine as one of 10,000 rather than falling below one sample per bucket,
+    under FBDetect's triviality floor."""
+    from regbot.detection.simulate import FleetScenario
+
+    return FleetScenario(n_series=n, n_points=points, samples_per_bucket=SAMPLES_PER_SERIES * n)
+
+
 def run_regbot(n: int, points: int, seed: int) -> dict:
     program = textwrap.dedent(REGBOT_RUN)
     done = subprocess.run(
         [sys.executable, "-c", program, str(n), str(points), str(seed)],
+        cwd=Path(__file__).resolve().parent,
         capture_output=True,
         text=True,
         check=False,
@@ -206,11 +223,9 @@ def main() -> None:
     )
 
     # Peers on the first --peer-series series of the same fleet (same seed, same simulation).
-    from regbot.detection.simulate import FleetScenario, simulate_fleet
+    from regbot.detection.simulate import simulate_fleet
 
-    series, events, bounds = simulate_fleet(
-        FleetScenario(n_series=args.series, n_points=args.points), args.seed
-    )
+    series, events, bounds = simulate_fleet(scenario(args.series, args.points), args.seed)
     subset = list(range(min(args.peer_series, len(series))))
     chosen = [series[i] for i in subset]
     times = np.asarray(chosen[0].timestamps_s)

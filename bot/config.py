@@ -34,7 +34,7 @@ from typing import Any, Literal, TypeVar, cast, get_args
 
 import yaml
 
-from regbot.bot.presets import (
+from regbot.detection.presets import (
     DEFAULT_WORKLOAD,
     HOUR_S,
     WORKLOAD_PRESETS,

@@ -111,6 +111,17 @@ class SeriesBatch:
         """(n, T) bool: the points that exist."""
         return np.arange(self.values.shape[1])[None, :] < self.lengths[:, None]
 
+    def rows(self, start: int, stop: int) -> SeriesBatch:
+        """Rows ``start:stop`` as a batch of views (no copy)."""
+        return SeriesBatch(
+            self.ids[start:stop],
+            self.kinds[start:stop],
+            self.times_s[start:stop],
+            self.values[start:stop],
+            self.lengths[start:stop],
+            self.sign[start:stop],
+        )
+
     def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Times and oriented values of series ``i``, without padding."""
         n = int(self.lengths[i])
@@ -293,3 +304,4 @@ class DetectionSettings:
     went_away: WentAwaySettings = WentAwaySettings()
     seasonality: SeasonalitySettings = SeasonalitySettings()
     long_term: LongTermSettings = LongTermSettings()
+    workers: int = 0  # processes for the per-candidate filters; 0 = one per core

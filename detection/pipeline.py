@@ -8,13 +8,17 @@ count before them.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
-from regbot.detection.changepoint import detect_change_points
+from regbot.detection.changepoint import CHUNK_ROWS, detect_change_points
 from regbot.detection.long_term import detect_long_term, screen_long_term
-from regbot.detection.model import Candidate, DetectionSettings, SeriesBatch, WindowBounds
+from regbot.detection.model import Candidate, DetectionSettings, SeriesBatch, Verdict, WindowBounds
 from regbot.detection.season_adjust import adjust_for_season
 from regbot.detection.seasonality import seasonality_verdict
 from regbot.detection.thresholds import threshold_verdict
@@ -65,6 +69,21 @@ def find_change_candidates(
     Seasonal rows are tested on their deseasonalised values (``season_adjust``), so that
     ``mean_before``/``mean_after`` are deseasonalised levels there; the candidate keeps its raw
     values for the later stages."""
+    chunks = [batch.rows(first, first + CHUNK_ROWS) for first in range(0, len(batch), CHUNK_ROWS)]
+    workers = min(len(chunks), settings.workers or os.cpu_count() or 1)
+    if workers <= 1:
+        found = [_chunk_candidates(chunk, windows, settings) for chunk in chunks]
+    else:  # numpy releases the GIL in the array work, so chunks run side by side in threads
+        with ThreadPoolExecutor(workers) as pool:
+            found = list(
+                pool.map(lambda chunk: _chunk_candidates(chunk, windows, settings), chunks)
+            )
+    return [candidate for part in found for candidate in part]
+
+
+def _chunk_candidates(
+    batch: SeriesBatch, windows: WindowBounds, settings: DetectionSettings
+) -> list[Candidate]:
     start, end = window_search_ranges(batch, windows)
     values, _ = adjust_for_season(
         batch, windows, settings.seasonality.periods_s, settings.seasonality.acf_alpha
@@ -79,17 +98,17 @@ def find_change_candidates(
     )
     candidates = []
     for row in chosen.tolist():
-        times, values = batch.row(row)
+        row_times, row_values = batch.row(row)
         k = int(points.index[row])
         candidates.append(
             Candidate(
                 series_id=batch.ids[row],
                 kind=batch.kinds[row],
-                times_s=times,
-                values=values,
+                times_s=row_times,
+                values=row_values,
                 sign=float(batch.sign[row]),
                 change_index=k,
-                change_time_s=float(times[k]),
+                change_time_s=float(row_times[k]),
                 mean_before=float(points.mean_before[row]),
                 mean_after=float(points.mean_after[row]),
                 llr=float(points.llr[row]),
@@ -129,19 +148,17 @@ def detect_batch(
     candidates = find_change_candidates(batch, windows, settings)
     funnel["change_points"] = len(candidates)
     filtered: list[Candidate] = []
-
-    def apply(stage_key: str, judge) -> None:
-        nonlocal candidates
-        kept = []
-        for candidate in candidates:
-            judged = candidate.with_verdict(judge(candidate))
-            (kept if judged.passed else filtered).append(judged)
-        candidates = kept
-        funnel[stage_key] = len(candidates)
-
-    apply("after_went_away", lambda c: went_away_verdict(c, settings.went_away))
-    apply("after_seasonality", lambda c: seasonality_verdict(c, settings.seasonality))
-    apply("after_threshold", lambda c: threshold_verdict(c, settings.workload.threshold))
+    kept: list[Candidate] = []
+    survivors = dict.fromkeys(("went_away", "seasonality", "threshold"), 0)
+    for candidate, verdicts in zip(candidates, judge_candidates(candidates, settings)):
+        for verdict in verdicts:
+            candidate = candidate.with_verdict(verdict)
+            survivors[verdict.stage] += verdict.passed
+        (kept if candidate.passed else filtered).append(candidate)
+    candidates = kept
+    funnel["after_went_away"] = survivors["went_away"]
+    funnel["after_seasonality"] = survivors["seasonality"]
+    funnel["after_threshold"] = survivors["threshold"]
     for key in (
         "after_same_regression_merge",
         "after_som_dedup",
@@ -155,6 +172,35 @@ def detect_batch(
     )
     funnel["long_term"] = len(long_term)
     return DetectionResult(windows, funnel, candidates + long_term, filtered)
+
+
+PARALLEL_FROM = 256  # candidates; fewer are judged in-process (a pool costs more than it saves)
+
+
+def judge_candidate(candidate: Candidate, settings: DetectionSettings) -> list[Verdict]:
+    """The short-term filters in order (went-away, seasonality, threshold), stopping at the first
+    that removes the candidate: the verdicts it collected."""
+    verdicts = [went_away_verdict(candidate, settings.went_away)]
+    if verdicts[-1].passed:
+        verdicts.append(seasonality_verdict(candidate, settings.seasonality))
+    if verdicts[-1].passed:
+        verdicts.append(threshold_verdict(candidate, settings.workload.threshold))
+    return verdicts
+
+
+def judge_candidates(
+    candidates: list[Candidate], settings: DetectionSettings
+) -> list[list[Verdict]]:
+    """``judge_candidate`` for every candidate, in order. Each is a pure function of its
+    candidate, so with many candidates the work is spread over ``settings.workers`` processes
+    (0: one per core); the result is the same as in one process."""
+    workers = settings.workers or os.cpu_count() or 1
+    if workers <= 1 or len(candidates) < PARALLEL_FROM:
+        return [judge_candidate(c, settings) for c in candidates]
+    judge = partial(judge_candidate, settings=settings)
+    chunk = max(16, len(candidates) // (workers * 8))
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(judge, candidates, chunksize=chunk))
 
 
 def detect_long_term_batch(

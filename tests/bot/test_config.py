@@ -15,7 +15,7 @@ from regbot.bot.config import (
     load_config,
     parse_config,
 )
-from regbot.bot.presets import DEFAULT_WORKLOAD, WORKLOAD_PRESETS, WorkloadSettings
+from regbot.detection.presets import DEFAULT_WORKLOAD, WORKLOAD_PRESETS, WorkloadSettings
 from regbot.errors import InputError
 
 # Copied verbatim from SPEC §5.
