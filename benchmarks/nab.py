@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from peers import DEFAULT_VENV, OtavaUnavailable, run_otava_timed
+from peers import DEFAULT_VENV, OtavaUnavailable, require_ruptures, run_otava_timed
 from plain_cusum import plain_cusum
 
 from regbot.detection.binseg import binary_segmentation
@@ -49,22 +49,9 @@ from regbot.detection.model import ChangePointSettings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATASETS = REPO / ".." / "shared" / "datasets"
-INSTALL_HINT = "pip install -e '.[bench]'"
 SHIFT_SIGMAS = 3.0
 
 Detector = Callable[[np.ndarray], list[int]]
-
-
-def require_ruptures():
-    try:
-        import ruptures
-    except ImportError:
-        print(
-            f"ruptures is not installed; install the benchmark extras: {INSTALL_HINT}",
-            file=sys.stderr,
-        )
-        sys.exit(2)
-    return ruptures
 
 
 @dataclass

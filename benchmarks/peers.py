@@ -58,6 +58,22 @@ class OtavaUnavailable(RuntimeError):
     """The Otava venv could not be built or the worker failed; the message says why."""
 
 
+INSTALL_HINT = "pip install -e '.[bench]'"
+
+
+def require_ruptures():
+    """The ruptures module, or exit 2 with the install hint (ruptures is a benchmark extra)."""
+    try:
+        import ruptures
+    except ImportError:
+        print(
+            f"ruptures is not installed; install the benchmark extras: {INSTALL_HINT}",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    return ruptures
+
+
 def _venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 

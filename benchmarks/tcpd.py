@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 from cpd_metrics import cover_score, f1_score, self_check
-from peers import DEFAULT_VENV, OtavaUnavailable, run_otava_timed
+from peers import DEFAULT_VENV, OtavaUnavailable, require_ruptures, run_otava_timed
 from plain_cusum import plain_cusum
 
 from regbot.detection.binseg import binary_segmentation
@@ -59,7 +59,6 @@ from regbot.detection.model import ChangePointSettings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATASETS = REPO / ".." / "shared" / "datasets"
-INSTALL_HINT = "pip install -e '.[bench]'"
 MARGIN = 5
 BINSEG_Q = 5
 QUALITY_CONTROL = {f"quality_control_{i}" for i in range(1, 6)}
@@ -69,18 +68,6 @@ MULTIVARIATE = {"apple", "bee_waggle_6", "occupancy", "run_log"}
 PUBLISHED_METHODS = ("binseg", "pelt", "bocpd", "ecp", "zero")
 
 Detector = Callable[[np.ndarray], list[int]]
-
-
-def require_ruptures():
-    try:
-        import ruptures
-    except ImportError:
-        print(
-            f"ruptures is not installed; install the benchmark extras: {INSTALL_HINT}",
-            file=sys.stderr,
-        )
-        sys.exit(2)
-    return ruptures
 
 
 @dataclass
