@@ -68,6 +68,7 @@ from regbot.detection.seasonality import choose_period, decompose
 
 __all__ = ["ROLLING_SHARE", "detect_long_term", "optimal_split", "screen_long_term"]
 
+MAD_NORMAL = 1.4826
 STAGE = "long_term"
 ROLLING_SHARE = 0.05
 SCREEN_MARGIN = 0.5
@@ -164,10 +165,13 @@ def detect_long_term(
         times[:a_lo], vals[:a_lo], seasonality.periods_s, seasonality.acf_alpha
     )
     if period is not None:
-        trend = decompose(times, vals, period).trend_at(times)
+        fit = decompose(times, vals, period)
+        trend = fit.trend_at(times)
+        residual_all = vals - trend - fit.seasonal_at(times)
         method = "stl"
     else:
         trend = _rolling_median(vals)
+        residual_all = vals - trend
         method = "rolling-median"
 
     share = settings.edge_share
@@ -177,6 +181,14 @@ def detect_long_term(
     current = min(v for v in ends if v is not None)
     delta = current - baseline
     if not _exceeds(delta, baseline, threshold):
+        return None
+    # regbot's addition: the rise must also stand out of the noise of the edge means it compares
+    # (FBDetect's rule is threshold-only, which on a sparsely sampled series reports noise).
+    residual = residual_all[:a_lo]
+    noise = MAD_NORMAL * float(np.median(np.abs(residual - np.median(residual)))) if a_lo else 0.0
+    edge_points = max(1, math.ceil(share * (e_lo - a_lo)))
+    standard_error = noise * math.sqrt(2.0 / edge_points)
+    if delta <= settings.z * standard_error:
         return None
 
     segment = trend[a_lo:]
@@ -194,6 +206,8 @@ def detect_long_term(
         "baseline_analysis": starts[1],
         "current_analysis": ends[0],
         "current_extended": ends[1],
+        "standard_error": standard_error,
+        "z": delta / standard_error if standard_error > 0 else None,
         "rmse": rmse,
         "rmse_threshold": float(settings.rmse_threshold),
         "gradual": bool(gradual),

@@ -287,10 +287,13 @@ class SeasonalitySettings:
 @dataclass(frozen=True, slots=True)
 class LongTermSettings:
     """§5.3: the share of a window whose mean counts as its "start"/"end", the RMSE threshold on
-    the normalised trend below which a change is gradual (change point at the trend's start)."""
+    the normalised trend below which a change is gradual (change point at the trend's start),
+    and ``z``: the rise must also exceed z standard errors of the edge means compared (one-sided
+    1%), so that noise on a sparsely sampled series is not a long-term regression."""
 
     edge_share: float = 0.2
     rmse_threshold: float = 0.1
+    z: float = 2.326
     enabled: bool = True
 
 

@@ -175,3 +175,15 @@ def test_screen_respects_lengths_padding_and_relative_thresholds() -> None:
     times[1, HISTORY:] = creep[0][HISTORY:]
     keep = screen_long_term(values, times, lengths, WINDOWS, relative, SETTINGS.edge_share)
     assert keep.tolist() == [True, False, False]
+
+
+def test_a_rise_within_the_noise_is_not_reported_whatever_the_threshold() -> None:
+    """The significance guard: with a tiny threshold, flat noisy series rise by chance between
+    edges, and only a real creep stands out of the edge means' noise."""
+    tiny = Threshold("absolute", 1e-9)
+    flat = [detect(*series(seed, noise=0.5), tiny) for seed in range(40)]
+    assert sum(c is not None for c in flat) <= 1
+    creep = detect(*series(1, creep=3.0, noise=0.5), tiny)
+    assert creep is not None
+    n = creep.verdicts["long_term"].numbers
+    assert n["z"] is not None and n["z"] > SETTINGS.z
