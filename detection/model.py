@@ -308,3 +308,110 @@ class DetectionSettings:
     seasonality: SeasonalitySettings = SeasonalitySettings()
     long_term: LongTermSettings = LongTermSettings()
     workers: int = 0  # processes for the per-candidate filters; 0 = one per core
+
+
+# --- deduplication and cost shift (FBDetect §5.4–5.5) --------------------------------------
+
+
+def subroutine_of_series(series_id: str) -> str | None:
+    """The subroutine a gCPU series measures (``gcpu:handle (app/views.py)`` → ``handle
+    (app/views.py)``), or None for other series (throughput, latency...)."""
+    return series_id[5:] if series_id.startswith("gcpu:") else None
+
+
+@dataclass(frozen=True, slots=True)
+class StackShare:
+    """The stack samples behind one subroutine's gCPU in the analysis window: sorted stack ids
+    and their sample weights (from the sample store)."""
+
+    stack_ids: np.ndarray
+    weights: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class DedupContext:
+    """What the dedup and cost-shift stages know beyond the candidates, as plain data the bot
+    builds from the sample store, the series and attribution.
+
+    ``series``: every series of the run, id → (times, oriented values), for domain costs and
+    correlations. ``popularity``: subroutine → share of samples whose stack contains it
+    (FBDetect's PopularityScore). ``callers``: subroutine → every subroutine seen above it on
+    its stacks (its upstream-caller cost domain). ``stacks``: subroutine → its ``StackShare``.
+    ``commit_subroutines``: commit → subroutines it modifies (the root-cause bitmap and the
+    commit cost domain; empty until attribution supplies it). ``metadata``: series id → the
+    metadata annotation of its frame, if any.
+    """
+
+    series: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    popularity: Mapping[str, float] = field(default_factory=dict)
+    callers: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    stacks: Mapping[str, StackShare] = field(default_factory=dict)
+    commit_subroutines: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMember:
+    """One regression in a dedup group, with what PairwiseDedup compares: its series around the
+    change (oriented values) and its stack share."""
+
+    regression_id: str
+    series_id: str
+    kind: str
+    change_time_s: float
+    times_s: np.ndarray
+    values: np.ndarray
+    stacks: StackShare | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A dedup group: the first member is its representative; ``id`` is stable across runs."""
+
+    id: str
+    members: tuple[GroupMember, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SomSettings:
+    """§5.5.1: ImportanceScore weights (relative change, absolute change, popularity, root cause
+    found), training epochs, the number of Fourier magnitudes per series, and the seed."""
+
+    weights: tuple[float, float, float, float] = (0.2, 0.6, 0.1, 0.1)
+    epochs: int = 30
+    fourier_terms: int = 8
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CostShiftSettings:
+    """§5.4: a domain whose cost before the change exceeds ``domain_cost_ratio`` × the
+    regression's change is skipped (its own noise would hide the shift); a domain whose change
+    is at most ``negligible_share`` × the regression's change makes the regression a cost shift.
+    ``custom_domains``: (name, regex) pairs — subroutines matching the regex (``re.search``) form
+    a domain, or, with a capture group, one domain per captured value."""
+
+    domain_cost_ratio: float = 50.0
+    negligible_share: float = 0.2
+    custom_domains: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MergeRule:
+    """One PairwiseDedup feature and the score it must reach."""
+
+    feature: Literal["correlation", "text", "stack_overlap"]
+    threshold: float
+
+
+@dataclass(frozen=True, slots=True)
+class PairwiseSettings:
+    """§5.5.2: the merge rules and how they combine (``all`` or ``any``); ``max_gap_s``: groups
+    whose members changed further apart than this are not candidates for a merge."""
+
+    rules: tuple[MergeRule, ...] = (
+        MergeRule("correlation", 0.8),
+        MergeRule("stack_overlap", 0.5),
+    )
+    combine: Literal["all", "any"] = "any"
+    max_gap_s: float = 6 * 3600.0
