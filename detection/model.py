@@ -225,6 +225,7 @@ class Candidate:
     windows: WindowBounds
     detector: Literal["short-term", "long-term"] = "short-term"
     verdicts: Mapping[str, Verdict] = field(default_factory=dict)
+    regression_id: str = ""  # set by the same-regression merge: stable across runs
 
     @property
     def delta(self) -> float:

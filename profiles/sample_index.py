@@ -179,3 +179,26 @@ class SampleIndex:
             return self.frame_subroutine[self.stack_frames] == sub
         frame = self._frame_ids.get(name)
         return self.stack_frames == (frame if frame is not None else -1)
+
+    def ancestors(self, name: str) -> set[str]:
+        """Every subroutine seen above ``name`` on a stack that contains it (any depth), itself
+        excluded: its upstream callers, the cost domain of FBDetect §5.4."""
+        target = self._position_mask(name)
+        if not target.any():
+            return set()
+        stacks = self.stack_of_position
+        deepest = np.full(len(self.offsets) - 1, -1, dtype=np.int64)
+        np.maximum.at(deepest, stacks[target], np.flatnonzero(target))
+        above = np.arange(len(self.stack_frames)) < deepest[stacks]
+        subs = np.unique(self.frame_subroutine[self.stack_frames[above]])
+        own = self.frame_subroutine[self.stack_frames[np.flatnonzero(target)[0]]]
+        return {self.subroutines[i] for i in subs.tolist() if i != own}
+
+    def stack_share(
+        self, name: str, start_s: float | None = None, end_s: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The stacks containing ``name`` that carry samples in the range, and their weights:
+        the samples behind its gCPU (sorted stack ids, float weights)."""
+        weights = self.stack_weights(start_s, end_s)
+        ids = np.flatnonzero(self.stacks_with(name) & (weights > 0))
+        return ids.astype(np.int64), weights[ids]

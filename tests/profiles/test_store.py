@@ -151,3 +151,16 @@ def test_aggregate_matches_a_dictionary_sum(rows) -> None:
     assert got.keys() == expected.keys()
     for key, value in expected.items():
         assert got[key] == pytest.approx(value)
+
+
+def test_ancestors_and_stack_share(tmp_path: Path) -> None:
+    store = table2_store(tmp_path / "s")
+    index = SampleIndex(store.table, store.records())
+    assert index.ancestors("C") == {"A", "B", "D"}
+    assert index.ancestors("D") == {"B", "E", "G"}
+    assert index.ancestors("B") == {"A", "D", "G"}
+    assert index.ancestors("nothing") == set()
+    ids, weights = index.stack_share("B", 60, 120)
+    assert weights.sum() == 14 and list(ids) == sorted(ids)
+    ids_before, _ = index.stack_share("B", 0, 60)
+    assert len(ids_before) == len(ids) - 1  # G;B;D did not exist before

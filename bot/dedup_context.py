@@ -1,0 +1,71 @@
+"""Builds the dedup stages' context from the sample store and the run's series (I/O stays here:
+the detection package only sees the plain data)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from regbot.detection.model import (
+    Candidate,
+    DedupContext,
+    StackShare,
+    WindowBounds,
+    subroutine_of_series,
+)
+from regbot.profiles.model import Series
+from regbot.profiles.sample_index import SampleIndex
+from regbot.profiles.store import open_store
+
+
+def open_profile_index(paths: Sequence[Path]) -> SampleIndex | None:
+    """The sample store among the configured profile sources (a folder made by `regbot
+    ingest`), as a query index; None when no store is configured."""
+    for path in paths:
+        if (path / "manifest.json").is_file():
+            store = open_store(path)
+            return SampleIndex(store.table, store.records())
+    return None
+
+
+def build_dedup_context(
+    candidates: Sequence[Candidate],
+    series: Sequence[Series],
+    index: SampleIndex | None,
+    windows: WindowBounds,
+    higher_is_better: frozenset[str],
+    commit_subroutines: Mapping[str, frozenset[str]] | None = None,
+) -> DedupContext:
+    """Every series (oriented), and for each candidate's subroutine its popularity over the
+    windows, its upstream callers and the stack samples behind it in the analysis window."""
+    oriented = {
+        s.id: (
+            np.asarray(s.timestamps_s, np.float64),
+            -np.asarray(s.values, np.float64)
+            if s.kind in higher_is_better
+            else np.asarray(s.values, np.float64),
+        )
+        for s in series
+    }
+    popularity: dict[str, float] = {}
+    callers: dict[str, frozenset[str]] = {}
+    stacks: dict[str, StackShare] = {}
+    if index is not None:
+        for candidate in candidates:
+            sub = subroutine_of_series(candidate.series_id)
+            if sub is None or sub in popularity:
+                continue
+            popularity[sub] = index.popularity(sub, windows.historical_start_s, windows.end_s)
+            callers[sub] = frozenset(index.ancestors(sub))
+            stacks[sub] = StackShare(
+                *index.stack_share(sub, windows.analysis_start_s, windows.end_s)
+            )
+    return DedupContext(
+        series=oriented,
+        popularity=popularity,
+        callers=callers,
+        stacks=stacks,
+        commit_subroutines=dict(commit_subroutines or {}),
+    )

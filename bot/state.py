@@ -1,0 +1,199 @@
+"""The state store (SPEC §5 `state`): regressions, dedup groups and runs, kept across runs in
+SQLite.
+
+One run's writes are one transaction: a run that fails leaves the store as it was. Arrays
+(a group member's series around its change, its stack share) are stored as little-endian
+float64/int64 blobs. The reports of past runs are kept whole, so `regbot explain` can show any
+regression, filtered ones included.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from regbot.detection.model import Group, GroupMember, StackShare
+from regbot.detection.same_regression import KnownRegression
+from regbot.errors import InputError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS regressions (
+    id TEXT PRIMARY KEY,
+    series_id TEXT NOT NULL,
+    detector TEXT NOT NULL,
+    change_time_s REAL NOT NULL,
+    group_id TEXT NOT NULL,
+    first_seen_s REAL NOT NULL,
+    last_seen_s REAL NOT NULL,
+    entry TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS regressions_by_series ON regressions (series_id, change_time_s);
+CREATE TABLE IF NOT EXISTS group_members (
+    group_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    regression_id TEXT NOT NULL,
+    series_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    change_time_s REAL NOT NULL,
+    times BLOB NOT NULL,
+    vals BLOB NOT NULL,
+    stack_ids BLOB,
+    stack_weights BLOB,
+    PRIMARY KEY (group_id, regression_id)
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_at_s REAL NOT NULL,
+    report TEXT NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRegression:
+    """A regression row: what the report said of it, and when it was first and last seen."""
+
+    id: str
+    series_id: str
+    detector: str
+    change_time_s: float
+    group_id: str
+    first_seen_s: float
+    last_seen_s: float
+    entry: dict
+
+
+class StateStore:
+    """An open state database; use as a context manager or call ``close``."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._db = connection
+        self.path = path
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- reading -----------------------------------------------------------------------------
+    def known_regressions(self) -> list[KnownRegression]:
+        rows = self._db.execute(
+            "SELECT id, series_id, change_time_s, group_id FROM regressions ORDER BY id"
+        )
+        return [KnownRegression(*row) for row in rows]
+
+    def regression(self, regression_id: str) -> StoredRegression | None:
+        row = self._db.execute(
+            "SELECT id, series_id, detector, change_time_s, group_id, first_seen_s, last_seen_s,"
+            " entry FROM regressions WHERE id = ?",
+            (regression_id,),
+        ).fetchone()
+        return StoredRegression(*row[:7], json.loads(row[7])) if row else None
+
+    def groups(self, since_s: float = float("-inf")) -> list[Group]:
+        """Groups with a member whose change is at or after ``since_s``, members in order."""
+        rows = self._db.execute(
+            "SELECT group_id, regression_id, series_id, kind, change_time_s, times, vals,"
+            " stack_ids, stack_weights FROM group_members WHERE group_id IN"
+            " (SELECT group_id FROM group_members WHERE change_time_s >= ?)"
+            " ORDER BY group_id, position",
+            (since_s,),
+        )
+        members: dict[str, list[GroupMember]] = {}
+        for gid, rid, sid, kind, t, times, vals, ids, weights in rows:
+            stacks = (
+                StackShare(np.frombuffer(ids, "<i8").copy(), np.frombuffer(weights, "<f8").copy())
+                if ids is not None
+                else None
+            )
+            members.setdefault(gid, []).append(
+                GroupMember(
+                    rid,
+                    sid,
+                    kind,
+                    t,
+                    np.frombuffer(times, "<f8").copy(),
+                    np.frombuffer(vals, "<f8").copy(),
+                    stacks,
+                )
+            )
+        return [Group(gid, tuple(m)) for gid, m in members.items()]
+
+    def reports(self) -> list[dict]:
+        """Every stored run's report, oldest first."""
+        return [
+            json.loads(r[0]) for r in self._db.execute("SELECT report FROM runs ORDER BY rowid")
+        ]
+
+    # -- writing -----------------------------------------------------------------------------
+    def record_run(
+        self,
+        run_at_s: float,
+        report: dict,
+        groups: Iterable[Group],
+        regressions: Iterable[dict],
+    ) -> None:
+        """Store one run in one transaction: its report, every group touched (members replaced),
+        and its regressions (``regressions`` are SPEC §4 entries with ``id``, ``series``,
+        ``detector``, ``change_time`` and ``group``)."""
+        with self._db:
+            self._db.execute("INSERT INTO runs VALUES (?, ?)", (run_at_s, json.dumps(report)))
+            for group in groups:
+                self._db.execute("DELETE FROM group_members WHERE group_id = ?", (group.id,))
+                self._db.executemany(
+                    "INSERT INTO group_members VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [_member_row(group.id, i, m) for i, m in enumerate(group.members)],
+                )
+            for entry in regressions:
+                self._db.execute(
+                    "INSERT INTO regressions VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT(id) DO UPDATE SET last_seen_s = excluded.last_seen_s,"
+                    " group_id = excluded.group_id, entry = excluded.entry",
+                    (
+                        entry["id"],
+                        entry["series"],
+                        entry["detector"],
+                        entry["change_time"],
+                        entry["group"],
+                        run_at_s,
+                        run_at_s,
+                        json.dumps(entry),
+                    ),
+                )
+
+
+def _member_row(group_id: str, position: int, m: GroupMember) -> tuple:
+    stacks = m.stacks
+    return (
+        group_id,
+        position,
+        m.regression_id,
+        m.series_id,
+        m.kind,
+        m.change_time_s,
+        np.asarray(m.times_s, "<f8").tobytes(),
+        np.asarray(m.values, "<f8").tobytes(),
+        np.asarray(stacks.stack_ids, "<i8").tobytes() if stacks else None,
+        np.asarray(stacks.weights, "<f8").tobytes() if stacks else None,
+    )
+
+
+def open_state(path: Path) -> StateStore:
+    """Open (creating if needed) the state database at ``path``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(path)
+        connection.executescript(SCHEMA)
+    except (OSError, sqlite3.Error) as error:
+        raise InputError(
+            str(path), "a writable regbot state database (SQLite)", str(error)
+        ) from None
+    return StateStore(connection, path)
