@@ -1,0 +1,379 @@
+"""Cost-shift detector (FBDetect §5.4) on seeded synthetic series sharing an hourly axis.
+
+Index convention (``detection/model.py``): ``change_index`` is the first point after the change,
+so ``values[:CHANGE]`` is before and ``values[CHANGE:]`` after.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from regbot.detection.cost_shift import (
+    CostDomain,
+    class_qualifier,
+    cost_domains,
+    cost_shift_verdict,
+    cost_shift_verdicts,
+)
+from regbot.detection.model import (
+    Candidate,
+    CostShiftSettings,
+    DedupContext,
+    Verdict,
+    WindowBounds,
+)
+
+HOUR_S = 3600.0
+N, CHANGE = 240, 168  # a week before the change, three days after
+TIMES = np.arange(N) * HOUR_S
+WINDOWS = WindowBounds(0.0, CHANGE * HOUR_S, (N - 24) * HOUR_S, N * HOUR_S)
+D = 0.005  # the regression: 0.5% gCPU
+NOISE = 0.0005
+SETTINGS = CostShiftSettings()
+SEEDS = range(50)
+
+X, Y = "gcpu:Cart.add (shop/cart.py)", "gcpu:Cart.total (shop/cart.py)"
+
+
+def level(rng: np.random.Generator, base: float, step: float = 0.0, noise: float = NOISE):
+    """``base`` + noise, plus ``step`` from ``CHANGE`` on."""
+    values = base + rng.normal(0.0, noise, N)
+    values[CHANGE:] += step
+    return values
+
+
+def candidate(series_id: str, values: np.ndarray, kind: str = "gcpu", times=TIMES) -> Candidate:
+    c = CHANGE if len(values) == N else len(values) // 2
+    return Candidate(
+        series_id,
+        kind,
+        times,
+        values,
+        1.0,
+        c,
+        float(times[c]),
+        float(values[:c].mean()),
+        float(values[c:].mean()),
+        100.0,
+        1e-9,
+        WINDOWS,
+    )
+
+
+def context(series: dict[str, np.ndarray], **kwargs) -> DedupContext:
+    return DedupContext(series={k: (TIMES, v) for k, v in series.items()}, **kwargs)
+
+
+def judge(series: dict[str, np.ndarray], target: str, settings=SETTINGS, **kwargs) -> Verdict:
+    return cost_shift_verdict(
+        candidate(target, series[target]), context(series, **kwargs), settings
+    )
+
+
+def plain(verdict: Verdict) -> dict:
+    return json.loads(json.dumps(verdict.numbers, allow_nan=False))
+
+
+def class_scenario(seed: int, y_step: float) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        X: level(rng, 0.02, D),
+        Y: level(rng, 0.03, y_step),
+        "gcpu:Cart.clear (shop/legacy/cart.py)": level(rng, 0.01),  # same class name, other file
+        "gcpu:Order.place (shop/order.py)": level(rng, 0.04, -D),  # another class
+    }
+
+
+# --- exact, hand-computed -------------------------------------------------------------------
+
+
+def test_exact_numbers_on_a_tiny_class() -> None:
+    times = np.arange(6) * HOUR_S
+    x = np.array([1.0, 1.0, 1.0, 2.0, 2.0, 2.0])
+    y = np.array([3.0, 3.0, 3.0, 2.0, 2.0, 2.0])
+    ctx = DedupContext(series={X: (times, x), Y: (times, y)})
+    verdict = cost_shift_verdict(candidate(X, x, times=times), ctx, SETTINGS)
+    assert verdict.stage == "cost_shift" and not verdict.passed
+    numbers = plain(verdict)
+    assert numbers["candidate_delta"] == 1.0
+    assert numbers["domain_kinds"] == ["class"]
+    assert numbers["domain_names"] == ["Cart (shop/cart.py)"]
+    assert numbers["domain_members"] == [2]
+    assert (numbers["domain_before"], numbers["domain_after"]) == ([4.0], [4.0])
+    assert numbers["domain_delta"] == [0.0]
+    assert numbers["domain_checks"] == ["shift"]
+    assert numbers["shift_domain"] == "class Cart (shop/cart.py)"
+    assert "class domain 'Cart (shop/cart.py)'" in verdict.reason
+    # The candidate's own series need not be in the context: it is still a member.
+    alone = DedupContext(series={Y: (times, y)})
+    assert cost_shift_verdict(candidate(X, x, times=times), alone, SETTINGS) == verdict
+
+
+@pytest.mark.parametrize(
+    ("y_step", "check"),
+    [(-1.0, "shift"), (-0.8, "shift"), (-0.79, "real increase"), (0.0, "real increase")],
+)
+def test_negligible_share_boundary(y_step: float, check: str) -> None:
+    times = np.arange(4) * HOUR_S
+    x, y = np.array([1.0, 1.0, 2.0, 2.0]), np.array([3.0, 3.0, 3.0 + y_step, 3.0 + y_step])
+    ctx = DedupContext(series={X: (times, x), Y: (times, y)})
+    verdict = cost_shift_verdict(candidate(X, x, times=times), ctx, SETTINGS)
+    assert plain(verdict)["domain_checks"] == [check]
+    assert verdict.passed == (check != "shift")
+
+
+@pytest.mark.parametrize(
+    ("function", "qualifier"),
+    [
+        ("Svc.serve", "Svc"),
+        (
+            "ns::Class<std::map<int, int>>::method(std::vector<int> const&) const",
+            "ns::Class<std::map<int, int>>",
+        ),
+        ("ns::Class::method(int)", "ns::Class"),
+        ("pkg.Class.method(java.lang.String)", "pkg.Class"),
+        ("net/http.(*conn).serve", "net/http.(*conn)"),
+        ("github.com/a/b.T.M", "github.com/a/b.T"),
+        ("net/http.Serve", None),
+        ("handle", None),
+        ("<module>", None),
+    ],
+)
+def test_class_qualifier(function: str, qualifier: str | None) -> None:
+    assert class_qualifier(function) == qualifier
+
+
+# --- planted scenarios ----------------------------------------------------------------------
+
+
+def test_class_cost_shift_is_filtered() -> None:
+    verdicts = [judge(class_scenario(seed, -D), X) for seed in SEEDS]
+    filtered = [v for v in verdicts if not v.passed]
+    assert len(filtered) / len(verdicts) >= 0.95
+    assert {plain(v)["shift_domain"] for v in filtered} == {"class Cart (shop/cart.py)"}
+    assert all(plain(v)["domain_members"] == [2] for v in verdicts)
+
+
+def test_true_regression_in_a_small_class_is_kept() -> None:
+    verdicts = [judge(class_scenario(seed, 0.0), X) for seed in SEEDS]
+    assert sum(v.passed for v in verdicts) / len(verdicts) >= 0.95
+    assert all(plain(v)["domain_checks"] == ["real increase"] for v in verdicts if v.passed)
+    assert verdicts[0].reason == "kept: no domain shows a cost shift (1 real increase)"
+
+
+def caller_scenario(seed: int, caller_self_step: float, root_self_step: float = 0.0):
+    """``render`` called by ``handle`` called by ``main``; inclusive series: handle = its own
+    code + render, main = its own code + handle."""
+    rng = np.random.default_rng(seed)
+    render = level(rng, 0.01, D)
+    handle = level(rng, 0.02, caller_self_step) + render
+    main = level(rng, 0.1, root_self_step) + handle
+    series = {
+        "gcpu:render (app/views.py)": render,
+        "gcpu:handle (app/views.py)": handle,
+        "gcpu:main (app/main.py)": main,
+    }
+    callers = {
+        "render (app/views.py)": frozenset({"handle (app/views.py)", "main (app/main.py)"}),
+        "handle (app/views.py)": frozenset({"main (app/main.py)"}),
+    }
+    return series, callers
+
+
+def test_code_moved_from_the_caller_into_its_callee_is_filtered() -> None:
+    verdicts = []
+    for seed in SEEDS:
+        series, callers = caller_scenario(seed, -D)
+        verdicts.append(judge(series, "gcpu:render (app/views.py)", callers=callers))
+    filtered = [v for v in verdicts if not v.passed]
+    assert len(filtered) / len(verdicts) >= 0.95
+    assert {plain(v)["shift_domain"] for v in filtered} == {"callers handle (app/views.py)"}
+
+
+def test_callee_regression_is_kept_and_the_tightest_caller_is_chosen() -> None:
+    series, callers = caller_scenario(0, 0.0)
+    target = "gcpu:render (app/views.py)"
+    cand = candidate(target, series[target])
+    domains = cost_domains(cand, context(series, callers=callers), SETTINGS)
+    assert domains == [
+        CostDomain(
+            "callers",
+            "handle (app/views.py)",
+            ("gcpu:handle (app/views.py)", target),
+            ("gcpu:handle (app/views.py)",),
+        )
+    ]
+    assert judge(series, target, callers=callers).passed
+    # Cost moved from main's own code: handle (the tightest caller) rises too — documented miss.
+    series, callers = caller_scenario(0, 0.0, -D)
+    assert judge(series, target, callers=callers).passed
+
+
+def test_true_regression_in_a_big_domain_is_not_filtered() -> None:
+    """The class costs 100x the regression; a sibling's drop that cancels it is not trusted."""
+    kept = []
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        series = {X: level(rng, 0.02, D), Y: level(rng, 100 * D - 0.02, -D, noise=0.01 * 100 * D)}
+        verdict = judge(series, X)
+        numbers = plain(verdict)
+        assert numbers["domain_checks"] == ["too large"]
+        assert numbers["domain_before"][0] > SETTINGS.domain_cost_ratio * numbers["candidate_delta"]
+        kept.append(verdict.passed)
+    assert all(kept)
+
+
+def test_new_subroutine_is_not_a_cost_shift() -> None:
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        x = np.clip(level(rng, 0.0, D, noise=1e-6), 0.0, None)
+        series = {X: x, Y: level(rng, 0.03, -D)}
+        verdict = judge(series, X)
+        assert verdict.passed
+        assert plain(verdict)["domain_checks"] == ["new domain"]
+
+
+def test_commit_domain() -> None:
+    encode, decode = "gcpu:encode (codec/a.py)", "gcpu:decode (codec/b.py)"
+    commits = {
+        "abc123": frozenset({"encode (codec/a.py)", "decode (codec/b.py)", "gone (x.py)"}),
+        "def456": frozenset({"other (y.py)"}),
+    }
+    filtered = 0
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        series = {encode: level(rng, 0.02, D), decode: level(rng, 0.02, -D)}
+        verdict = judge(series, encode, commit_subroutines=commits)
+        filtered += not verdict.passed
+        assert plain(verdict)["domain_names"] == ["abc123"]
+        assert plain(verdict)["domain_members"] == [2]  # "gone" has no series
+    assert filtered / len(SEEDS) >= 0.95
+    assert judge(series, encode).reason == "no cost domains for this subroutine"
+
+
+def test_custom_domain_with_a_capture_group() -> None:
+    settings = CostShiftSettings(custom_domains=(("serde", r"^(json|proto)\."),))
+    dumps, loads = "gcpu:json.dumps (lib/json_enc.py)", "gcpu:json.loads (lib/json_dec.py)"
+    encode = "gcpu:proto.encode (lib/proto_enc.py)"
+    rng = np.random.default_rng(7)
+    series = {
+        dumps: level(rng, 0.02, D),
+        loads: level(rng, 0.02, -D),
+        encode: level(rng, 0.02, D),
+        "gcpu:proto.decode (lib/proto_dec.py)": level(rng, 0.02),
+    }
+    shifted = judge(series, dumps, settings)
+    assert not shifted.passed
+    assert plain(shifted)["shift_domain"] == "custom serde[json]"
+    assert plain(shifted)["domain_members"] == [2]
+    real = judge(series, encode, settings)  # proto's domain did not lose anything
+    assert real.passed and plain(real)["domain_names"] == ["serde[proto]"]
+    plain_regex = CostShiftSettings(custom_domains=(("serde", r"^(?:json|proto)\."),))
+    assert plain(judge(series, dumps, plain_regex))["domain_members"] == [4]
+
+
+def test_endpoint_prefix_domain() -> None:
+    feed, stories = "endpoint:/api/v1/feed", "endpoint:/api/v1/stories"
+    rng = np.random.default_rng(3)
+    series = {
+        feed: level(rng, 0.02, D),
+        stories: level(rng, 0.03, -D),
+        "endpoint:/api/v2/feed": level(rng, 0.03, -D),
+        "gcpu:feed (app/feed.py)": level(rng, 0.01),
+    }
+    ctx = context(series)
+    verdict = cost_shift_verdict(candidate(feed, series[feed], kind="endpoint"), ctx, SETTINGS)
+    assert not verdict.passed
+    assert plain(verdict)["shift_domain"] == "endpoint /api/v1/"
+    assert plain(verdict)["domain_members"] == [2]
+
+
+def test_metadata_prefix_domain() -> None:
+    a, b, c = "gcpu:rank (feed/a.py)", "gcpu:score (feed/b.py)", "gcpu:ads (ads/c.py)"
+    rng = np.random.default_rng(5)
+    series = {a: level(rng, 0.02, D), b: level(rng, 0.02, -D), c: level(rng, 0.02)}
+    metadata = {a: "feed/ranking:rank", b: "feed/ranking:score", c: "feed/ads:x"}
+    verdict = judge(series, a, metadata=metadata)
+    assert not verdict.passed
+    assert plain(verdict)["shift_domain"] == "metadata feed/ranking:"
+
+
+def test_throughput_has_no_cost_domains() -> None:
+    rng = np.random.default_rng(1)
+    qps = -level(rng, 1000.0, -10.0, noise=1.0)  # oriented: higher-is-better negated
+    series = {"throughput:svc": qps, X: level(rng, 0.02)}
+    verdict = cost_shift_verdict(
+        candidate("throughput:svc", qps, kind="throughput"), context(series), SETTINGS
+    )
+    assert verdict.passed
+    assert verdict.reason == "no cost domains for this metric kind"
+
+
+def test_members_on_other_time_axes_are_aligned_by_intersection() -> None:
+    times = np.arange(8) * HOUR_S
+    x = np.array([1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0])
+    y_times = np.array([-1.0, 0.0, 2.0, 3.0, 5.0, 7.0, 9.0]) * HOUR_S  # gaps and extra points
+    y = np.array([9.0, 3.0, 3.0, 3.0, 2.0, 2.0, 9.0])
+    ctx = DedupContext(series={X: (times, x), Y: (y_times, y)})
+    cand = Candidate(X, "gcpu", times, x, 1.0, 4, 4 * HOUR_S, 1.0, 2.0, 1.0, 0.0, WINDOWS)
+    numbers = plain(cost_shift_verdict(cand, ctx, SETTINGS))
+    assert (numbers["domain_before"], numbers["domain_after"]) == ([4.0], [4.0])
+    # A candidate window inside longer series: the fast path reads the matching slice.
+    window = slice(2, 8)
+    cand = candidate(X, x[window], times=times[window])  # change at its index 3, time 5 h
+    ctx = DedupContext(series={X: (times, x), Y: (times, 5.0 - x)})
+    numbers = plain(cost_shift_verdict(cand, ctx, SETTINGS))
+    assert numbers["domain_before"] == [5.0] and numbers["domain_checks"] == ["shift"]
+
+
+# --- batch ----------------------------------------------------------------------------------
+
+
+def fleet(n_classes: int, methods: int = 5, seed: int = 0):
+    """``n_classes`` classes of ``methods`` methods; in every class method 0 rises by D and, in
+    even classes, method 1 falls by D (a shift). Each method's caller is a ``Svc{k}.run``."""
+    rng = np.random.default_rng(seed)
+    values = 0.002 + rng.normal(0.0, NOISE / 10, (n_classes * methods, N))
+    series, callers, commits = {}, {}, {}
+    for k in range(n_classes):
+        for m in range(methods):
+            row = values[k * methods + m]
+            if m == 0:
+                row[CHANGE:] += D
+            if m == 1 and k % 2 == 0:
+                row[CHANGE:] -= D
+            sub = f"C{k}.m{m} (pkg/c{k}.py)"
+            series[f"gcpu:{sub}"] = row
+            callers[sub] = frozenset({f"Svc{k % 10}.run (svc.py)"})
+        commits[f"commit{k}"] = frozenset({f"C{k}.m0 (pkg/c{k}.py)", f"C{k}.m2 (pkg/c{k}.py)"})
+    for j in range(10):
+        series[f"gcpu:Svc{j}.run (svc.py)"] = np.full(N, 1.0)
+    ctx = context(series, callers=callers, commit_subroutines=commits)
+    return series, ctx
+
+
+def test_batch_equals_one_by_one_and_is_json() -> None:
+    series, ctx = fleet(40)
+    settings = CostShiftSettings(custom_domains=(("by-method", r"\.(m\d)"),))
+    cands = [candidate(sid, v) for sid, v in series.items()]
+    batch = cost_shift_verdicts(cands, ctx, settings)
+    assert batch == [cost_shift_verdict(c, ctx, settings) for c in cands]
+    for verdict in batch:
+        json.dumps(verdict.numbers, allow_nan=False)
+    shifted = {c.series_id for c, v in zip(cands, batch) if not v.passed}
+    assert {f"gcpu:C{k}.m0 (pkg/c{k}.py)" for k in range(0, 40, 2)} <= shifted
+    assert not any(f"gcpu:C{k}.m0 (pkg/c{k}.py)" in shifted for k in range(1, 40, 2))
+
+
+def test_ten_thousand_candidates_share_domain_totals() -> None:
+    """Timing belongs to benchmarks/dedup.py; here: a fleet-sized call gives one verdict each,
+    and the class shifts among them are found."""
+    series, ctx = fleet(2000)
+    cands = [candidate(sid, v) for sid, v in series.items() if not sid.startswith("gcpu:Svc")]
+    assert len(cands) == 10_000
+    verdicts = cost_shift_verdicts(cands, ctx, SETTINGS)
+    assert len(verdicts) == 10_000
+    assert any(not v.passed for v in verdicts)
