@@ -1,0 +1,380 @@
+"""SOMDedup (FBDetect §5.5.1): the batch SOM against a slow reference and on separated blobs,
+planted cascades over seeds (one cell, the leaf represents it; independent cascades apart), the
+ImportanceScore by hand, and the verdicts' contract."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from regbot.detection import som_dedup as som
+from regbot.detection.model import Candidate, DedupContext, SomSettings, Verdict, WindowBounds
+from regbot.detection.som_dedup import (
+    grid_side,
+    importance_scores,
+    root_cause_bitmap,
+    som_dedup,
+    train_som,
+)
+from regbot.errors import InputError
+
+HOUR_S = 3600.0
+T0_S = 1_700_000_000.0
+N_HIST, N_ANALYSIS, N_EXTENDED = 240, 24, 24  # hourly points
+N_POINTS = N_HIST + N_ANALYSIS + N_EXTENDED
+TIMES_S = T0_S + HOUR_S * np.arange(N_POINTS)
+WINDOWS = WindowBounds(
+    T0_S,
+    T0_S + N_HIST * HOUR_S,
+    T0_S + (N_HIST + N_ANALYSIS) * HOUR_S,
+    T0_S + (N_POINTS - 1) * HOUR_S,
+)
+SETTINGS = SomSettings()
+SEEDS = range(30)
+LEAF = "gcpu:leaf (a.py)"
+
+
+def make_candidate(
+    series_id: str, values: np.ndarray, change_index: int, kind: str = "gcpu"
+) -> Candidate:
+    """A candidate over the hourly windows, its means taken from ``values`` either side of the
+    change (``values[change_index:]`` is after)."""
+    return Candidate(
+        series_id=series_id,
+        kind=kind,
+        times_s=TIMES_S,
+        values=values,
+        sign=1.0,
+        change_index=change_index,
+        change_time_s=float(TIMES_S[change_index]),
+        mean_before=float(values[:change_index].mean()),
+        mean_after=float(values[change_index:].mean()),
+        llr=0.0,
+        p_value=0.0,
+        windows=WINDOWS,
+    )
+
+
+def profile(shape: str, at: int) -> np.ndarray:
+    """A unit change starting at index ``at``: a step, a ramp over 8 hours, or a step that
+    overshoots for 3 hours."""
+    p = np.zeros(N_POINTS)
+    if shape == "step":
+        p[at:] = 1.0
+    elif shape == "ramp":
+        p[at:] = np.minimum(np.arange(N_POINTS - at) / 8.0, 1.0)
+    else:
+        p[at:] = 1.0
+        p[at : at + 3] = 2.5
+    return p
+
+
+def cascade(
+    rng: np.random.Generator,
+    leaf: str,
+    caller: str,
+    at: int,
+    shape: str,
+    callers: int,
+    delta: float = 0.5,
+    noise: float = 0.05,
+) -> tuple[list[Candidate], dict[str, float]]:
+    """A leaf regression of ``delta`` at hour ``at`` and ``callers`` callers whose inclusive
+    series carry it on a higher base level (2–10) with their own noise (1–2× the leaf's); the
+    callers' change points are a point off at random. Returns the candidates (leaf first) and
+    the popularity of their subroutines (leaf 0.02, callers 0.1–0.6)."""
+    base = 1.0 + delta * profile(shape, at) + rng.normal(0.0, noise, N_POINTS)
+    candidates = [make_candidate(f"gcpu:{leaf}", base, at)]
+    popularity = {leaf: 0.02}
+    for k in range(callers):
+        name = caller.format(k=k)
+        own = rng.uniform(2.0, 10.0) + rng.normal(0.0, noise * rng.uniform(1.0, 2.0), N_POINTS)
+        candidates.append(make_candidate(f"gcpu:{name}", base + own, at + int(rng.integers(-1, 2))))
+        popularity[name] = float(rng.uniform(0.1, 0.6))
+    return candidates, popularity
+
+
+def cells_of(candidates: list[Candidate]) -> list[tuple[int, int]]:
+    return [tuple(c.verdicts["som_dedup"].numbers["cell"]) for c in candidates]  # type: ignore[misc]
+
+
+# --- the map --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "side"), [(1, 1), (2, 2), (16, 2), (17, 3), (81, 3), (82, 4), (10_000, 10)]
+)
+def test_grid_side_is_the_ceiling_of_the_fourth_root(n: int, side: int) -> None:
+    assert grid_side(n) == side
+
+
+def reference_som(features: np.ndarray, side: int, epochs: int, seed: int) -> np.ndarray:
+    """The batch SOM item by item and unit by unit, from the same initial units."""
+    weights = som._initial_weights(features, side, seed)
+    units = side * side
+
+    def bmu_of(x: np.ndarray) -> int:
+        return min(range(units), key=lambda u: (float(((x - weights[u]) ** 2).sum()), u))
+
+    for radius in np.linspace(side / 2.0, som.FINAL_RADIUS, epochs):
+        bmus = [bmu_of(x) for x in features]
+        new = weights.copy()
+        for u in range(units):
+            num, mass = np.zeros(features.shape[1]), 0.0
+            for x, b in zip(features, bmus):
+                grid_d2 = (u // side - b // side) ** 2 + (u % side - b % side) ** 2
+                h = math.exp(-grid_d2 / (2 * radius * radius))
+                num += h * x
+                mass += h
+            new[u] = num / mass
+        weights = new
+    return weights
+
+
+def test_train_som_matches_the_slow_reference() -> None:
+    rng = np.random.default_rng(7)
+    features = rng.normal(size=(40, 5))
+    weights, bmu = train_som(features, 3, 12, seed=0)
+    expected = reference_som(features, 3, 12, seed=0)
+    np.testing.assert_allclose(weights, expected, rtol=1e-9, atol=1e-12)
+    d2 = ((features[:, None, :] - weights[None, :, :]) ** 2).sum(axis=2)
+    np.testing.assert_array_equal(bmu, d2.argmin(axis=1))
+
+
+@pytest.mark.parametrize("side", [2, 3, 4])
+def test_train_som_puts_each_separated_blob_in_its_own_unit(side: int) -> None:
+    """side² tight blobs on a lattice (spacing 10, in a random plane of 6-D space, lattice
+    order shuffled): each blob lands in one unit, and no two share one."""
+    rng = np.random.default_rng(side)
+    blobs = side * side
+    plane, _ = np.linalg.qr(rng.normal(size=(6, 2)))
+    lattice = 10.0 * np.array([[i, j] for i in range(side) for j in range(side)], dtype=float)
+    centres = rng.permutation(lattice) @ plane.T
+    labels = np.repeat(np.arange(blobs), 15)
+    features = centres[labels] + rng.normal(0.0, 0.3, size=(labels.size, 6))
+    weights, bmu = train_som(features, side, 30, seed=0)
+    assert weights.shape == (blobs, 6)
+    units_of = [set(bmu[labels == b].tolist()) for b in range(blobs)]
+    assert all(len(units) == 1 for units in units_of)
+    assert len(set.union(*units_of)) == blobs
+
+
+def test_train_som_is_deterministic_for_a_seed() -> None:
+    features = np.random.default_rng(3).normal(size=(200, 8))
+    w1, b1 = train_som(features, 4, 20, seed=5)
+    w2, b2 = train_som(features, 4, 20, seed=5)
+    np.testing.assert_array_equal(w1, w2)
+    np.testing.assert_array_equal(b1, b2)
+    assert b1.dtype == np.int64 and b1.min() >= 0 and b1.max() < 16
+
+
+def test_train_som_with_one_and_two_items() -> None:
+    weights, bmu = train_som(np.array([[1.0, 2.0]]), 1, 30, seed=0)
+    np.testing.assert_allclose(weights, [[1.0, 2.0]])
+    assert bmu.tolist() == [0]
+    weights, bmu = train_som(np.array([[0.0, 0.0], [5.0, 5.0]]), 2, 30, seed=0)
+    assert weights.shape == (4, 2) and bmu[0] != bmu[1]
+    same, bmu = train_som(np.ones((3, 2)), 2, 30, seed=0)  # no variance at all
+    np.testing.assert_allclose(same, np.ones((4, 2)))
+    assert len(set(bmu.tolist())) == 1
+
+
+# --- planted cascades -----------------------------------------------------------------------
+
+
+def test_a_cascade_is_one_cell_represented_by_its_leaf() -> None:
+    one_cell = leaf_wins = 0
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        at = N_HIST + int(rng.integers(2, N_ANALYSIS - 2))
+        candidates, popularity = cascade(
+            rng, "leaf (a.py)", "caller_{k} (b.py)", at, "step", callers=1 + seed % 20
+        )
+        context = DedupContext(
+            popularity=popularity,
+            commit_subroutines={"c1": frozenset({"leaf (a.py)"}), "c2": frozenset({"x (z.py)"})},
+        )
+        out = som_dedup(candidates, context, SETTINGS)
+        one_cell += len(set(cells_of(out))) == 1
+        leaf_wins += out[0].verdicts["som_dedup"].passed  # out[0] is the leaf (input order)
+    assert one_cell >= 0.95 * len(SEEDS)  # measured: 30 of 30
+    assert leaf_wins >= 0.95 * len(SEEDS)  # measured: 30 of 30
+
+
+def test_the_leaf_wins_without_a_root_cause_too() -> None:
+    rng = np.random.default_rng(11)
+    candidates, popularity = cascade(
+        rng, "leaf (a.py)", "caller_{k} (b.py)", N_HIST + 8, "step", 12
+    )
+    out = som_dedup(candidates, DedupContext(popularity=popularity), SETTINGS)
+    assert [c.verdicts["som_dedup"].passed for c in out] == [True] + [False] * 12
+    assert all(c.verdicts["som_dedup"].reason == f"duplicate of {LEAF}" for c in out[1:])
+
+
+@pytest.mark.parametrize(("gap", "shapes"), [(12, ("step", "ramp")), (8, ("step", "step"))])
+def test_independent_cascades_never_share_a_cell(gap: int, shapes: tuple[str, str]) -> None:
+    pure = whole = 0
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        at = N_HIST + 2 + int(rng.integers(0, N_ANALYSIS - gap - 4))
+        first, pop_first = cascade(
+            rng, "parse (a.py)", "caller_{k} (b.py)", at, shapes[0], 1 + seed % 20
+        )
+        second, pop_second = cascade(
+            rng, "encode (c.py)", "handler_{k} (d.py)", at + gap, shapes[1], 1 + (7 * seed) % 20
+        )
+        context = DedupContext(popularity={**pop_first, **pop_second})
+        out = som_dedup(first + second, context, SETTINGS)
+        cells_first, cells_second = (
+            set(cells_of(out[: len(first)])),
+            set(cells_of(out[len(first) :])),
+        )
+        pure += not cells_first & cells_second
+        whole += len(cells_first) == 1 and len(cells_second) == 1
+    assert pure >= 0.95 * len(SEEDS)  # measured: 30 of 30
+    assert whole >= 0.9 * len(SEEDS)  # measured: 30 of 30
+
+
+def test_kinds_get_their_own_maps() -> None:
+    rng = np.random.default_rng(2)
+    candidates, popularity = cascade(rng, "leaf (a.py)", "caller_{k} (b.py)", N_HIST + 6, "step", 4)
+    qps = make_candidate("svc/qps", candidates[0].values.copy(), N_HIST + 6, kind="throughput")
+    out = som_dedup([*candidates, qps], DedupContext(popularity=popularity), SETTINGS)
+    assert out[-1].verdicts["som_dedup"].passed
+    assert out[-1].verdicts["som_dedup"].numbers["members"] == ["svc/qps"]
+    assert out[0].verdicts["som_dedup"].passed
+
+
+# --- ImportanceScore ------------------------------------------------------------------------
+
+
+def twin(series_id: str, seed: int = 4) -> Candidate:
+    values = 1.0 + 0.5 * profile("step", N_HIST + 6)
+    values = values + np.random.default_rng(seed).normal(0.0, 0.05, N_POINTS)
+    return make_candidate(series_id, values, N_HIST + 6)
+
+
+def test_the_root_cause_bitmap_tips_the_representative_when_deltas_tie() -> None:
+    a, b = twin("gcpu:alpha (x.py)"), twin("gcpu:beta (y.py)")
+    assert a.delta == b.delta
+    popularity = {"alpha (x.py)": 0.1, "beta (y.py)": 0.1}
+    plain = som_dedup([a, b], DedupContext(popularity=popularity), SETTINGS)
+    assert [c.verdicts["som_dedup"].passed for c in plain] == [True, False]  # by series id
+    context = DedupContext(
+        popularity=popularity, commit_subroutines={"deadbeef": frozenset({"beta (y.py)"})}
+    )
+    tipped = som_dedup([a, b], context, SETTINGS)
+    assert [c.verdicts["som_dedup"].passed for c in tipped] == [False, True]
+    numbers = tipped[1].verdicts["som_dedup"].numbers
+    assert numbers["root_cause_found"] is True
+    assert numbers["importance"] == pytest.approx(0.2 + 0.6 + 0.1 * 0.9 + 0.1)
+    assert tipped[0].verdicts["som_dedup"].numbers["importance"] == pytest.approx(0.2 + 0.6 + 0.09)
+
+
+def test_ties_go_to_the_less_popular_subroutine() -> None:
+    a, b = twin("gcpu:alpha (x.py)"), twin("gcpu:beta (y.py)")
+    context = DedupContext(popularity={"alpha (x.py)": 0.5, "beta (y.py)": 0.2})
+    no_popularity = SomSettings(weights=(0.2, 0.6, 0.0, 0.1))
+    out = som_dedup([a, b], context, no_popularity)
+    assert [c.verdicts["som_dedup"].passed for c in out] == [False, True]
+
+
+def test_importance_scores_by_hand() -> None:
+    def at_levels(before: float, after: float) -> Candidate:
+        values = np.r_[np.full(N_HIST, before), np.full(N_POINTS - N_HIST, after)]
+        return make_candidate("gcpu:f (a.py)", values, N_HIST)
+
+    group = [at_levels(1.0, 1.5), at_levels(4.0, 5.0), at_levels(0.0, 0.25), at_levels(2.0, 1.0)]
+    scores, terms = importance_scores(
+        group,
+        np.array([0.1, 0.4, 0.0, 0.0]),
+        np.array([False, True, False, False]),
+        (0.2, 0.6, 0.1, 0.1),
+    )
+    # relative: 0.5, 0.25, cap 10 (a new cost), 0 (an improvement) over the largest, 10;
+    # absolute: 0.5, 1.0, 0.25, 0 over the largest |delta|, 1.0
+    np.testing.assert_allclose(terms[:, 0], [0.05, 0.025, 1.0, 0.0])
+    np.testing.assert_allclose(terms[:, 1], [0.5, 1.0, 0.25, 0.0])
+    np.testing.assert_allclose(terms[:, 2], [0.9, 0.6, 1.0, 1.0])
+    np.testing.assert_allclose(terms[:, 3], [0, 1, 0, 0])
+    np.testing.assert_allclose(scores, terms @ [0.2, 0.6, 0.1, 0.1])
+
+
+def test_root_cause_bitmap_has_one_column_per_commit() -> None:
+    candidates = [twin("gcpu:a (x.py)"), twin("gcpu:b (x.py)"), twin("svc/qps")]
+    context = DedupContext(
+        commit_subroutines={
+            "c1": frozenset({"a (x.py)"}),
+            "c2": frozenset({"a (x.py)", "b (x.py)"}),
+        }
+    )
+    assert root_cause_bitmap(candidates, context).tolist() == [
+        [True, True],
+        [False, True],
+        [False, False],
+    ]
+    assert root_cause_bitmap(candidates, DedupContext()).shape == (3, 0)
+
+
+# --- the verdicts' contract -----------------------------------------------------------------
+
+
+def test_every_candidate_gets_a_serialisable_verdict_in_input_order() -> None:
+    rng = np.random.default_rng(9)
+    first, pop_first = cascade(rng, "parse (a.py)", "caller_{k} (b.py)", N_HIST + 3, "step", 6)
+    second, pop_second = cascade(
+        rng, "encode (c.py)", "handler_{k} (d.py)", N_HIST + 18, "spike", 5
+    )
+    candidates = first + second
+    out = som_dedup(candidates, DedupContext(popularity={**pop_first, **pop_second}), SETTINGS)
+    assert [c.series_id for c in out] == [c.series_id for c in candidates]
+    by_id = {c.series_id: c.verdicts["som_dedup"] for c in out}
+    for c in out:
+        verdict = c.verdicts["som_dedup"]
+        assert verdict.stage == "som_dedup"
+        json.dumps(verdict.numbers)
+        if not verdict.passed:
+            representative = by_id[str(verdict.numbers["representative"])]
+            assert representative.passed
+            assert representative.numbers["cell"] == verdict.numbers["cell"]
+            assert c.series_id in representative.numbers["members"]  # type: ignore[operator]
+            assert verdict.numbers["importance"] <= verdict.numbers["representative_importance"]
+    representatives = [v for v in by_id.values() if v.passed]
+    assert sum(len(v.numbers["members"]) for v in representatives) == len(candidates)  # type: ignore[arg-type]
+    assert {tuple(v.numbers["cell"]) for v in representatives} == set(cells_of(out))  # type: ignore[arg-type]
+    assert all(v.numbers["side"] == grid_side(len(candidates)) for v in representatives)
+
+
+def test_one_and_two_candidates_and_none() -> None:
+    assert som_dedup([], DedupContext(), SETTINGS) == []
+    (alone,) = som_dedup([twin("gcpu:a (x.py)")], DedupContext(), SETTINGS)
+    verdict = alone.verdicts["som_dedup"]
+    assert verdict.passed and verdict.numbers["cell"] == [0, 0] and verdict.numbers["side"] == 1
+    far = make_candidate("gcpu:b (y.py)", 1.0 + 0.5 * profile("ramp", N_HIST + 20), N_HIST + 20)
+    pair = som_dedup([twin("gcpu:a (x.py)"), far], DedupContext(), SETTINGS)
+    assert [c.verdicts["som_dedup"].passed for c in pair] == [True, True]
+
+
+def test_som_dedup_is_deterministic_and_keeps_other_verdicts() -> None:
+    rng = np.random.default_rng(5)
+    candidates, popularity = cascade(rng, "leaf (a.py)", "caller_{k} (b.py)", N_HIST + 9, "ramp", 9)
+    earlier = Verdict("threshold", True, "above the threshold")
+    candidates = [c.with_verdict(earlier) for c in candidates]
+    context = DedupContext(popularity=popularity)
+    first, again = (
+        som_dedup(candidates, context, SETTINGS),
+        som_dedup(candidates, context, SETTINGS),
+    )
+    assert [c.verdicts for c in first] == [c.verdicts for c in again]
+    assert all(list(c.verdicts) == ["threshold", "som_dedup"] for c in first)
+    assert all(c.verdicts["threshold"] is earlier for c in first)
+
+
+def test_settings_are_validated() -> None:
+    with pytest.raises(InputError, match="SomSettings.epochs"):
+        som_dedup([twin("gcpu:a (x.py)")], DedupContext(), SomSettings(epochs=0))
+    with pytest.raises(InputError, match="SomSettings.weights"):
+        som_dedup([twin("gcpu:a (x.py)")], DedupContext(), SomSettings(weights=(1.0, 2.0)))  # type: ignore[arg-type]
