@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--now", metavar="T", help="end of the extended window (default: last point)"
     )
     detect.add_argument("-o", "--output", type=Path, metavar="OUT.json")
+    detect.add_argument(
+        "--no-state", action="store_true", help="do not read or write the state store"
+    )
     return parser
 
 

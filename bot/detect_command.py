@@ -1,22 +1,35 @@
-"""The `detect` command: series files in, detection pipeline, table out, SPEC §4 report to -o."""
+"""The `detect` command: series files in, detection and dedup, table out, SPEC §4 report to -o,
+regressions and groups into the state store."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 
 from rich.console import Console
 
 from regbot import __version__
 from regbot.atomic import write_atomic
-from regbot.bot.config import load_config
+from regbot.bot.config import Config, load_config
+from regbot.bot.dedup_context import build_dedup_context, open_profile_index
+from regbot.bot.state import open_state
 from regbot.bot.views import detection_table, funnel_line
-from regbot.detection.model import DetectionSettings
+from regbot.detection.dedup import DedupSettings, deduplicate
+from regbot.detection.model import DetectionSettings, PairwiseSettings
 from regbot.detection.pipeline import run_detection
 from regbot.detection.report import build_report
 from regbot.errors import InputError
 from regbot.profiles.series_files import find_series_files, read_series_files
 from regbot.timefmt import parse_time
+
+
+def dedup_settings(config: Config) -> DedupSettings:
+    """The dedup stages' settings from ``regbot.yml``."""
+    return DedupSettings(
+        merge_gap_s=config.dedup.merge_gap_s,
+        pairwise=PairwiseSettings(max_gap_s=config.dedup.pairwise_max_gap_s),
+    )
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -30,7 +43,26 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     series = read_series_files(args.series)
     now_s = parse_time(args.now, "--now") if args.now is not None else None
     result = run_detection(series, settings, now_s)
-    report = build_report(result, __version__)
+    index = open_profile_index(config.sources.profiles)
+    context = build_dedup_context(
+        result.reported, series, index, result.windows, config.higher_is_better
+    )
+    dedup_config = dedup_settings(config)
+    if args.no_state:
+        dedup = deduplicate(result.reported, context, [], [], dedup_config)
+        report = build_report(result, __version__, dedup)
+    else:
+        with open_state(config.state) as state:
+            since = result.windows.historical_start_s - dedup_config.pairwise.max_gap_s
+            dedup = deduplicate(
+                result.reported,
+                context,
+                state.known_regressions(),
+                state.groups(since),
+                dedup_config,
+            )
+            report = build_report(result, __version__, dedup)
+            state.record_run(time.time(), report, dedup.groups, report["regressions"])
     out.print(detection_table(report))
     out.print(funnel_line(report["funnel"]), highlight=False)
     if args.output is not None:

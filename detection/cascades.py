@@ -7,7 +7,9 @@ samples are drawn (one multinomial over the stacks) and kept as sample-store rec
 series come out of the real store (``SampleIndex`` → ``build_gcpu``). A planted change raises one
 subroutine's stacks by ``lift`` from its change time on: its inclusive gCPU rises, and so does
 every caller's (the cascade), and the service's throughput series (``qps:<service>``) drops in
-proportion. Several changes in one window use disjoint subtrees and different change times.
+proportion. The changed subroutine is a leaf of the tree (the regression is its own cost); a tree
+``depth`` levels deep gives it ``depth - 1`` callers. Several changes in one window use disjoint
+subtrees and different change times.
 """
 
 from __future__ import annotations
@@ -59,7 +61,11 @@ def simulate_cascades(
 ) -> CascadeService:
     """A service with ``changes`` planted regressions at ``change_points`` (bucket indices)."""
     rng = np.random.default_rng(seed)
-    paths = _call_tree(rng, branching, depth)
+    leaf_paths = _call_tree(rng, branching, depth)
+    # every function has cost of its own: a stack ending at each interior node too
+    interior = {tuple(path[:k]) for path in leaf_paths for k in range(2, len(path))}
+    paths = leaf_paths + [list(p) for p in sorted(interior)]
+    is_leaf = np.array([i < len(leaf_paths) for i in range(len(paths))])
     table = StackTable()
     stack_ids = np.array([table.intern_stack(path) for path in paths], dtype=np.int64)
     base = rng.lognormal(0.0, 1.0, len(paths))
@@ -70,9 +76,10 @@ def simulate_cascades(
     planted: list[PlantedChange] = []
     weight = np.tile(base, (points, 1))
     for n, subtree in enumerate(subtrees):
-        inside = [i for i, p in enumerate(paths) if p[1] == root_children[subtree]]
-        target_path = paths[inside[int(rng.integers(len(inside)))]]
-        level = int(rng.integers(2, len(target_path)))
+        inside = [i for i, p in enumerate(paths) if is_leaf[i] and p[1] == root_children[subtree]]
+        hot = base[inside] / base[inside].sum()  # regressions that matter are in hot code
+        target_path = paths[inside[int(rng.choice(len(inside), p=hot))]]
+        level = len(target_path) - 1  # a leaf: its own cost, echoed by every caller above it
         target = target_path[level]
         carrying = [i for i, p in enumerate(paths) if target in p]
         at = change_points[n % len(change_points)]

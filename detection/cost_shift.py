@@ -86,6 +86,10 @@ __all__ = [
 STAGE = "cost_shift"
 NEW_SHARE = 0.01  # a level within 1% of |Δ| of zero did not exist before the change
 
+# A caller whose inclusive gCPU is this close to 1 is on every sample (the program's root): its
+# total cannot change, so as a cost domain it would make every regression below it a "shift".
+WHOLE_PROGRAM = 0.999
+
 DomainKind = Literal["callers", "class", "metadata", "endpoint", "commit", "custom"]
 Check = Literal["new domain", "too large", "shift", "real increase", "no overlap", "no change"]
 
@@ -249,6 +253,8 @@ class _Run:
             if cid == cand.series_id or cid not in self.context.series:
                 continue
             before, after = self._means((cid,), cand)
+            if before >= WHOLE_PROGRAM and after >= WHOLE_PROGRAM:
+                continue  # on every sample (gCPU 1 by definition): no cost can shift into it
             if before >= s_before and after >= s_after and (best is None or (before, cid) < best):
                 best = (before, cid)
         return None if best is None else best[1]

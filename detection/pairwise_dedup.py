@@ -13,7 +13,8 @@ starts a new group whose id is the candidate's regression id. The choices the pa
   (``np.intersect1d``). The candidate's points are restricted to ``correlation_window``: its
   analysis and extended windows plus an equal span before them, so the change sits in the
   middle of the window; a member keeps the points of its own window (``member_of``). Maximum
-  over members; fewer than ``MIN_COMMON_POINTS`` common points, or a constant side, gives None.
+  over members, points paired by nearest time within half a spacing (``paired_points``); fewer
+  than ``MIN_COMMON_POINTS`` pairs, or a constant side, gives None.
 * **text** — cosine similarity of TF-IDF vectors of character 2- and 3-grams of the series ids
   (the metric id: metric kind and subroutine), as the paper does for SOMDedup; sklearn's
   ``TfidfVectorizer(analyzer="char", ngram_range=(2, 3))`` fitted on the ids of this call (the
@@ -333,6 +334,27 @@ class _GroupState:
         return out
 
 
+def paired_points(times_a: np.ndarray, times_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the points of two series taken as simultaneous: each point of ``a`` with the
+    nearest point of ``b`` when they are less than half a spacing apart (the smaller median
+    spacing of the two), each point of ``b`` used once. Series from different sources rarely
+    share exact timestamps (a store buckets on multiples of its width, a metrics system on its
+    own scrape times), so exact intersection would find no common points."""
+    if len(times_a) == 0 or len(times_b) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    spacings = [np.median(np.diff(t)) for t in (times_a, times_b) if len(t) > 1]
+    tolerance = 0.5 * min(spacings) if spacings else 0.0
+    right = np.clip(np.searchsorted(times_b, times_a), 0, len(times_b) - 1)
+    left = np.clip(right - 1, 0, len(times_b) - 1)
+    nearer_left = np.abs(times_b[left] - times_a) < np.abs(times_b[right] - times_a)
+    nearest = np.where(nearer_left, left, right)
+    distance = np.abs(times_b[nearest] - times_a)
+    close = (distance < tolerance) | (distance == 0)
+    ia = np.flatnonzero(close)
+    ib, first = np.unique(nearest[ia], return_index=True)
+    return ia[first], ib
+
+
 def _standardise(values: np.ndarray) -> np.ndarray:
     """Rows centred and scaled to unit (population) variance; constant rows become NaN."""
     mean = values.mean(axis=1, keepdims=True)
@@ -372,9 +394,7 @@ class _Correlations:
 
     def _pair(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray] | None:
         if (a, b) not in self._common:
-            _, ia, ib = np.intersect1d(
-                self.class_times[a], self.class_times[b], return_indices=True
-            )
+            ia, ib = paired_points(self.class_times[a], self.class_times[b])
             self._common[a, b] = (ia, ib) if len(ia) >= MIN_COMMON_POINTS else None
         return self._common[a, b]
 

@@ -2,43 +2,47 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
+from typing import TYPE_CHECKING
 
 from regbot.detection.model import Candidate
 from regbot.detection.pipeline import DetectionResult
+from regbot.detection.same_regression import regression_id
 
+if TYPE_CHECKING:
+    from regbot.detection.dedup import DedupResult
 
-def regression_id(series_id: str, detector: str, change_time_s: float) -> str:
-    """Stable id: the same series, detector and change time give the same id on every re-run."""
-    digest = hashlib.sha1(f"{series_id}\n{detector}\n{change_time_s:.3f}".encode()).hexdigest()
-    return f"r-{digest[:12]}"
+__all__ = ["build_report", "regression_entry", "regression_id"]
 
 
 def _json_number(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def regression_entry(candidate: Candidate) -> dict[str, object]:
+def regression_entry(
+    candidate: Candidate, group: str | None = None, duplicates: list[str] | None = None
+) -> dict[str, object]:
     """One regression in SPEC §4 form; before/after/delta are in the series' own direction and
     unit (a throughput drop has a negative delta), ``relative_delta`` = delta / |before|."""
     before = candidate.sign * candidate.mean_before
     after = candidate.sign * candidate.mean_after
     delta = after - before
-    rid = regression_id(candidate.series_id, candidate.detector, candidate.change_time_s)
+    rid = candidate.regression_id or regression_id(
+        candidate.series_id, candidate.detector, candidate.change_time_s
+    )
     return {
         "id": rid,
         "series": candidate.series_id,
         "kind": candidate.kind,
         "detector": candidate.detector,
         "change_time": candidate.change_time_s,
-        "before": before,
-        "after": after,
-        "delta": delta,
+        "before": _json_number(before),
+        "after": _json_number(after),
+        "delta": _json_number(delta),
         "relative_delta": _json_number(delta / abs(before)) if before else None,
         "p_value": _json_number(candidate.p_value),
-        "group": rid,
-        "duplicates": [],
+        "group": group or rid,
+        "duplicates": list(duplicates or []),
         "verdicts": {
             stage: {"passed": v.passed, "reason": v.reason, **dict(v.numbers)}
             for stage, v in candidate.verdicts.items()
@@ -48,11 +52,29 @@ def regression_entry(candidate: Candidate) -> dict[str, object]:
     }
 
 
-def build_report(result: DetectionResult, version: str) -> dict[str, object]:
-    """SPEC §4. Reported regressions sorted by change time then series; filtered ones go in the
-    extra ``filtered`` list with the verdicts that removed them (for ``regbot explain``)."""
+def _order(candidates: list[Candidate]) -> list[Candidate]:
+    return sorted(candidates, key=lambda c: (c.change_time_s, c.series_id, c.detector))
+
+
+def build_report(
+    result: DetectionResult, version: str, dedup: DedupResult | None = None
+) -> dict[str, object]:
+    """SPEC §4. Only representatives are listed (one per dedup group touched in this run); the
+    candidates a filter or a dedup stage removed go in the extra ``filtered`` list with the
+    verdicts that removed them (for ``regbot explain``)."""
     w = result.windows
-    order = sorted(result.reported, key=lambda c: (c.change_time_s, c.series_id))
+    funnel = dict(result.funnel)
+    if dedup is None:
+        listed, removed, group_of, duplicates = result.reported, result.filtered, {}, {}
+    else:
+        funnel.update(dedup.funnel)
+        listed, removed = dedup.representatives, result.filtered + dedup.removed
+        group_of, duplicates = dedup.group_of, dedup.duplicates
+
+    def entry(c: Candidate) -> dict[str, object]:
+        rid = c.regression_id
+        return regression_entry(c, group_of.get(rid), duplicates.get(rid))
+
     return {
         "regbot_version": version,
         "window": {
@@ -60,10 +82,7 @@ def build_report(result: DetectionResult, version: str) -> dict[str, object]:
             "analysis": [w.analysis_start_s, w.extended_start_s],
             "extended": [w.extended_start_s, w.end_s],
         },
-        "funnel": dict(result.funnel),
-        "regressions": [regression_entry(c) for c in order],
-        "filtered": [
-            regression_entry(c)
-            for c in sorted(result.filtered, key=lambda c: (c.change_time_s, c.series_id))
-        ],
+        "funnel": funnel,
+        "regressions": [entry(c) for c in _order(listed)],
+        "filtered": [entry(c) for c in _order(removed)],
     }

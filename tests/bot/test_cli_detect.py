@@ -27,6 +27,12 @@ def run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run where the default state store (.regbot/state.db) lands in the test's own folder."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture
 def series_csv(tmp_path: Path) -> Path:
     """A planted step, a transient spike that recovers, a throughput drop, and awkward series."""
