@@ -107,7 +107,7 @@ def simulate_cascades(
             base[carrying].sum() * lift,
             0.0,
         )
-    qps = 1000.0 / (1.0 + extra) + rng.normal(0.0, 1.0, points)
+    qps = 1000.0 / (1.0 + extra) + rng.normal(0.0, 0.2, points)  # a fleet-wide average: smooth
     series.append(Series("qps:service", "throughput", times, qps))
     return CascadeService(index, series, planted, bucket_s, start_s, points)
 

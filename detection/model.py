@@ -408,11 +408,16 @@ class MergeRule:
 @dataclass(frozen=True, slots=True)
 class PairwiseSettings:
     """§5.5.2: the merge rules and how they combine (``all`` or ``any``); ``max_gap_s``: groups
-    whose members changed further apart than this are not candidates for a merge."""
+    whose members changed further apart than this are not candidates for a merge.
+
+    Default: correlation ≥ 0.8 *and* stack overlap ≥ 0.5, each where it applies. Step-shaped
+    regressions at nearby times correlate whatever their cause, so two gCPU regressions merge
+    only when they also share stack samples; a throughput or latency series (no stacks) merges
+    on correlation."""
 
     rules: tuple[MergeRule, ...] = (
         MergeRule("correlation", 0.8),
         MergeRule("stack_overlap", 0.5),
     )
-    combine: Literal["all", "any"] = "any"
+    combine: Literal["all", "any"] = "all"
     max_gap_s: float = 6 * 3600.0

@@ -27,8 +27,10 @@ starts a new group whose id is the candidate's regression id. The choices the pa
   group's subroutines. None when the candidate is not a gCPU series or has no stacks, or when no
   member of the group has stacks. Stack ids are compared as they are: past members' stacks must
   come from the same stack table (the sample store's).
-* **Rules.** ``combine="all"``: every rule's score reaches its threshold; ``"any"``: at least one
-  does; a None score fails its rule; no rules → never merge. Among accepted groups the highest
+* **Rules.** ``combine="all"``: every rule that applies to the pair reaches its threshold, and at
+  least one applies (a None score means the feature does not apply: stack overlap for a
+  throughput series); ``"any"``: at least one rule reaches its threshold (None fails). No rules →
+  never merge. Among accepted groups the highest
   aggregate score (sum of the available scores of the rules' features) wins, ties to the older
   group. A candidate not merged reports the best-scoring group it was compared with.
 * **Same regression.** A candidate whose regression id is already a member of a group merges
@@ -180,10 +182,14 @@ def _decide(
         for f in features
     }
     accepted = np.zeros(n_groups, dtype=bool)
-    if settings.rules:  # NaN (no score) compares False: it fails its rule
-        passes = [table[r.feature] >= r.threshold for r in settings.rules]
-        combine = np.logical_and if settings.combine == "all" else np.logical_or
-        accepted = combine.reduce(passes)
+    if settings.rules:
+        scored = [~np.isnan(table[r.feature]) for r in settings.rules]
+        passes = [table[r.feature] >= r.threshold for r in settings.rules]  # NaN compares False
+        if settings.combine == "all":  # every rule that applies to the pair, and at least one
+            accepted = np.logical_and.reduce([p | ~a for p, a in zip(passes, scored)])
+            accepted &= np.logical_or.reduce(scored)
+        else:  # any rule that applies
+            accepted = np.logical_or.reduce(passes)
     accepted &= eligible
     aggregate = np.zeros(n_groups)
     for values in table.values():

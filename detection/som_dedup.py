@@ -370,7 +370,7 @@ def _kind_verdicts(
     side = grid_side(len(candidates))
     features, bitmap = som_features(candidates, context, settings.fourier_terms, settings.seed)
     _, bmu = train_som(features, side, settings.epochs, settings.seed)
-    cells = _merged_cells(features, bmu, MERGE_DISTANCE)
+    cells = split_by_stacks(candidates, _merged_cells(features, bmu, MERGE_DISTANCE), context)
     popularity = np.array([series_popularity(c.series_id, context) for c in candidates])
     found = bitmap.any(axis=1)
     verdicts: dict[int, Verdict] = {}
@@ -419,6 +419,56 @@ def _kind_verdicts(
                     },
                 )
     return [verdicts[i] for i in range(len(candidates))]
+
+
+def split_by_stacks(
+    candidates: Sequence[Candidate], cells: np.ndarray, context: DedupContext
+) -> np.ndarray:
+    """Cells split so that gCPU regressions whose stacks share no sample are never one group.
+
+    regbot's addition to §5.5.1. The SOM places items by time, shape and names; after a deploy
+    every commit lands at once, so independent regressions of one deploy share time and shape
+    and fall into one cell. A cascade's members share stack samples (every caller's stacks
+    include the regressed leaf's), independent changes in unrelated code do not. Candidates
+    connected through shared stack ids (``context.stacks``), directly or through other
+    candidates, form a component; a cell holding several components is split along them. A
+    candidate without stacks (no sample store, a throughput series) stays with the cell's
+    largest component. Union-find over the stack ids, O(total stack ids)."""
+    labels = np.asarray(cells, dtype=np.int64).copy()
+    if not context.stacks:
+        return labels
+    parent = list(range(len(candidates)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first_holder: dict[int, int] = {}
+    has_stacks = np.zeros(len(candidates), dtype=bool)
+    for i, candidate in enumerate(candidates):
+        sub = subroutine_of_series(candidate.series_id)
+        share = context.stacks.get(sub) if sub is not None else None
+        if share is None or len(share.stack_ids) == 0:
+            continue
+        has_stacks[i] = True
+        for stack in share.stack_ids.tolist():
+            other = first_holder.setdefault(stack, i)
+            if other != i:
+                parent[find(i)] = find(other)
+    next_label = int(labels.max()) + 1 if len(labels) else 0
+    for cell in np.unique(labels):
+        members = np.flatnonzero((labels == cell) & has_stacks)
+        roots = [find(int(i)) for i in members]
+        if len(set(roots)) <= 1:
+            continue
+        sizes = {r: roots.count(r) for r in set(roots)}
+        largest = max(sizes, key=lambda r: (sizes[r], -r))
+        for i, root in zip(members.tolist(), roots):
+            if root != largest:
+                labels[i] = next_label + root
+    return labels
 
 
 def _grid_position(unit: int, side: int) -> list[int]:

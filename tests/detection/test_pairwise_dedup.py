@@ -30,7 +30,7 @@ T0_S = 1_700_000_000.0
 N, CHANGE = 288, 200  # historical [0, 192), analysis [192, 240), extended [240, 288)
 TIMES = T0_S + np.arange(N) * STEP_S
 WINDOWS = WindowBounds(T0_S, T0_S + 192 * STEP_S, T0_S + 240 * STEP_S, T0_S + N * STEP_S)
-SETTINGS = PairwiseSettings()  # correlation ≥ 0.8 or stack overlap ≥ 0.5, 6-hour gap
+SETTINGS = PairwiseSettings(combine="any")  # correlation ≥ 0.8 or stack overlap ≥ 0.5, 6-hour gap
 SEEDS = range(50)
 
 LEAF = "Db.query (app/db.py)"
@@ -245,15 +245,32 @@ def correlated_pair(seed: int = 4) -> list[Candidate]:
     ]
 
 
-@pytest.mark.parametrize(("combine", "merged"), [("any", True), ("all", False)])
-def test_all_needs_every_rule_and_none_fails(combine: str, merged: bool) -> None:
-    """Throughput has no stacks: its stack overlap is None, which fails its rule."""
+@pytest.mark.parametrize("combine", ["any", "all"])
+def test_a_rule_that_does_not_apply_is_skipped_by_all(combine: str) -> None:
+    """Throughput has no stacks: its stack overlap is None. "any" merges on the correlation;
+    "all" skips the rule that does not apply and merges on the correlation too."""
     settings = PairwiseSettings(combine=combine)
     judged, groups = run(correlated_pair(), settings=settings)
     verdict = judged[1].verdicts["pairwise_dedup"]
-    assert verdict.passed is not merged and len(groups) == (1 if merged else 2)
+    assert not verdict.passed and len(groups) == 1
     assert verdict.numbers["stack_overlap"] is None and verdict.numbers["combine"] == combine
-    assert verdict.numbers["group"] == "r0"  # not merged: the best group considered is shown
+    assert verdict.numbers["group"] == "r0"
+
+
+def test_all_fails_when_no_rule_applies() -> None:
+    settings = PairwiseSettings(rules=(MergeRule("stack_overlap", 0.5),), combine="all")
+    judged, groups = run(correlated_pair(), settings=settings)
+    assert judged[1].verdicts["pairwise_dedup"].passed and len(groups) == 2
+
+
+def test_all_keeps_simultaneous_steps_in_unrelated_code_apart() -> None:
+    """Two gCPU steps at the same time correlate, but share no stacks: the default ("all")
+    keeps them apart, "any" would merge them."""
+    rng = np.random.default_rng(12)
+    a = candidate(gcpu(LEAF), step_series(rng, 0.02, 0.01, 0.001))
+    b = candidate(gcpu(OTHER), step_series(rng, 0.03, 0.01, 0.001))
+    judged, groups = run([a, b], settings=PairwiseSettings())
+    assert judged[1].verdicts["pairwise_dedup"].passed and len(groups) == 2
 
 
 def test_all_merges_when_every_rule_holds() -> None:
@@ -303,7 +320,8 @@ def test_max_gap_excludes_far_groups() -> None:
     verdict = judged[1].verdicts["pairwise_dedup"]
     assert verdict.passed and len(groups) == 2 and verdict.numbers["group"] is None
     assert verdict.numbers["groups_considered"] == 0 and "no group changed within" in verdict.reason
-    judged, groups = run([first, late], settings=PairwiseSettings(max_gap_s=12 * 3600.0))
+    wider = PairwiseSettings(max_gap_s=12 * 3600.0, combine="any")
+    judged, groups = run([first, late], settings=wider)
     verdict = judged[1].verdicts["pairwise_dedup"]
     assert not verdict.passed and len(groups) == 1
     assert verdict.numbers["stack_overlap"] == 1.0  # the 16-hour windows barely align, stacks do
@@ -390,8 +408,11 @@ def reference_dedup(candidates, groups, context, settings, ids):
             else:
                 inside = sum(w for i, w in zip(own.stack_ids, own.weights) if int(i) in union)
                 s["stack_overlap"] = inside / own.weights.sum()
-            ok = [s[r.feature] is not None and s[r.feature] >= r.threshold for r in settings.rules]
-            accepted = bool(ok) and (all(ok) if settings.combine == "all" else any(ok))
+            applies = [r for r in settings.rules if s[r.feature] is not None]
+            if settings.combine == "all":  # every rule that applies, and at least one applies
+                accepted = bool(applies) and all(s[r.feature] >= r.threshold for r in applies)
+            else:
+                accepted = any(s[r.feature] >= r.threshold for r in applies)
             aggregate = sum(s[f] for f in features if s[f] is not None)
             scored.append((accepted, aggregate, k, s))
         winners = [t for t in scored if t[0]]

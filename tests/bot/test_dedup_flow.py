@@ -1,0 +1,84 @@
+"""Detection, then dedup over a profiled service with planted cascades (the real sample store
+behind the gCPU series), then a second run against the state store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from regbot.bot.dedup_context import build_dedup_context
+from regbot.bot.state import open_state
+from regbot.detection.cascades import simulate_cascades
+from regbot.detection.dedup import DedupSettings, deduplicate
+from regbot.detection.model import DetectionSettings, LongTermSettings, WindowBounds
+from regbot.detection.pipeline import detect_in_windows
+from regbot.detection.presets import Threshold, Windows, WorkloadSettings
+from regbot.detection.report import build_report
+
+HIGHER_IS_BETTER = frozenset({"throughput", "qps"})
+
+
+def run_once(svc, known=(), groups=()):
+    start = svc.start_s
+    bounds = WindowBounds(start, start + 552 * 600, start + 588 * 600, start + 599 * 600)
+    windows = Windows(552 * 600, 36 * 600, 11 * 600)
+    settings = DetectionSettings(
+        workload=WorkloadSettings(Threshold("absolute", 0.0), windows, 3600),
+        long_term=LongTermSettings(enabled=False),
+    )
+    result = detect_in_windows(svc.series, settings, bounds)
+    context = build_dedup_context(result.reported, svc.series, svc.index, bounds, HIGHER_IS_BETTER)
+    dedup = deduplicate(result.reported, context, list(known), list(groups), DedupSettings())
+    return result, dedup
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_cascade_has_one_representative_and_it_is_the_leaf(seed: int) -> None:
+    """A leaf regression echoing into its 1-11 callers and into the service's throughput."""
+    svc = simulate_cascades(seed, depth=2 + seed, changes=1)
+    result, dedup = run_once(svc)
+    leaf = f"gcpu:{svc.changes[0].subroutine}"
+    assert len(result.reported) >= 2  # the cascade was detected: leaf, callers, throughput
+    assert [c.series_id for c in dedup.representatives] == [leaf]
+    group = dedup.group_of[dedup.representatives[0].regression_id]
+    throughput = next(c for c in result.reported if c.series_id == "qps:service")
+    rid = next(c.regression_id for c in dedup.removed if c.series_id == "qps:service")
+    assert throughput.series_id == "qps:service" and dedup.group_of[rid] == group
+    assert rid in dedup.duplicates[dedup.representatives[0].regression_id]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_independent_changes_are_never_merged(seed: int) -> None:
+    svc = simulate_cascades(100 + seed, depth=3 + seed % 8, changes=2)
+    result, dedup = run_once(svc)
+    owner = {}
+    for n, change in enumerate(svc.changes):
+        for sub in (change.subroutine, *change.callers):
+            owner[f"gcpu:{sub}"] = n
+    series_of = {c.regression_id: c.series_id for c in result.reported}
+    members: dict[str, set[int]] = {}
+    for rid, gid in dedup.group_of.items():
+        if series_of.get(rid) in owner:
+            members.setdefault(gid, set()).add(owner[series_of[rid]])
+    assert all(len(changes) == 1 for changes in members.values())
+    gcpu_reps = {c.series_id for c in dedup.representatives if c.series_id.startswith("gcpu:")}
+    assert gcpu_reps == {f"gcpu:{c.subroutine}" for c in svc.changes}
+
+
+def test_rerunning_the_same_window_keeps_ids_and_groups(tmp_path: Path) -> None:
+    svc = simulate_cascades(7, depth=5, changes=2)
+    with open_state(tmp_path / "state.db") as state:
+        result, first = run_once(svc, state.known_regressions(), state.groups())
+        report = build_report(result, "test", first)
+        state.record_run(1.0, report, first.groups, report["regressions"])
+    with open_state(tmp_path / "state.db") as state:
+        known, groups = state.known_regressions(), state.groups()
+        result, second = run_once(svc, known, groups)
+        again = build_report(result, "test", second)
+        state.record_run(2.0, again, second.groups, again["regressions"])
+        assert len(state.groups()) == len(groups)
+    assert [r["id"] for r in again["regressions"]] == [r["id"] for r in report["regressions"]]
+    assert [r["group"] for r in again["regressions"]] == [r["group"] for r in report["regressions"]]
+    assert {g.id for g in second.groups} == {g.id for g in first.groups}
+    assert all(c.verdicts["same_regression"].numbers["seen_before"] for c in second.representatives)
