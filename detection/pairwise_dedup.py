@@ -19,12 +19,15 @@ starts a new group whose id is the candidate's regression id. The choices the pa
   (the metric id: metric kind and subroutine), as the paper does for SOMDedup; sklearn's
   ``TfidfVectorizer(analyzer="char", ngram_range=(2, 3))`` fitted on the ids of this call (the
   candidates and every member). Maximum over members.
-* **stack_overlap** — the share of the candidate's stack samples (``DedupContext.stacks`` of its
-  subroutine, weighted) that are also samples of the group, i.e. that lie in the *union* of the
-  members' stacks: ``w(candidate ∩ union) / w(candidate)``, the candidate's own weights on both
-  sides (stacks from other runs may carry other weights). A leaf whose samples all lie under a
-  caller in the group scores 1.0; a caller scores the share of its samples that pass through the
-  group's subroutines. None when the candidate is not a gCPU series or has no stacks, or when no
+* **stack_overlap** — the overlap coefficient of the samples behind the two gCPUs ("the
+  percentage of shared samples used for calculating two subroutines' gCPU"): the weight of the
+  candidate's stacks (``DedupContext.stacks`` of its subroutine) that lie in the *union* of the
+  members' stacks, over the smaller of the candidate's weight and the union's. A subroutine and
+  any caller or callee of it score 1.0 (one's samples are all samples of the other) however much
+  else the caller does; unrelated code scores 0. Weights are the candidate's own on the shared
+  part (stacks from other runs may carry other weights), the union's weight is each of its stacks
+  counted once (the first member's weight). None when the candidate is not a gCPU series or has
+  no stacks, or when no
   member of the group has stacks. Stack ids are compared as they are: past members' stacks must
   come from the same stack table (the sample store's).
 * **Rules.** ``combine="all"``: every rule that applies to the pair reaches its threshold, and at
@@ -262,6 +265,7 @@ class _GroupState:
         self.regression_group: dict[str, int] = {}
         self.stack_groups: dict[int, set[int]] = {}
         self.has_stacks: list[bool] = [False] * len(groups)
+        self.union_weight: list[float] = [0.0] * len(groups)  # weight of the group's stacks
         column = 0
         for g, group in enumerate(groups):
             for member in group.members:
@@ -279,8 +283,12 @@ class _GroupState:
         self.regression_group.setdefault(member.regression_id, g)
         if member.stacks is not None and len(member.stacks.stack_ids):
             self.has_stacks[g] = True
-            for stack in member.stacks.stack_ids.tolist():
-                self.stack_groups.setdefault(stack, set()).add(g)
+            stacks = member.stacks
+            for stack, weight in zip(stacks.stack_ids.tolist(), stacks.weights.tolist()):
+                holders = self.stack_groups.setdefault(stack, set())
+                if g not in holders:
+                    holders.add(g)
+                    self.union_weight[g] += weight
 
     def create(self, group_id: str) -> int:
         """A new, still empty group (``add`` gives it its first member); its index."""
@@ -288,6 +296,7 @@ class _GroupState:
         self.representative.append("")
         self.added.append([])
         self.has_stacks.append(False)
+        self.union_weight.append(0.0)
         return len(self.ids) - 1
 
     def add(self, g: int, member: GroupMember, column: int) -> None:
@@ -317,8 +326,10 @@ class _GroupState:
         return out
 
     def stack_overlap(self, stacks: StackShare | None) -> np.ndarray:
-        """Per group, the share of the candidate's stack weight inside the union of the group's
-        stacks (NaN: no stacks on either side)."""
+        """Per group, the overlap coefficient of the candidate's samples and the union of the
+        group's: the weight they share over the smaller of the two weights (NaN: no stacks on
+        either side). A subroutine and its caller score 1: every sample of the callee is one
+        of the caller's, whatever else the caller does."""
         out = np.full(len(self.ids), np.nan)
         total = float(np.sum(stacks.weights)) if stacks is not None else 0.0
         if stacks is None or not total > 0:
@@ -328,7 +339,9 @@ class _GroupState:
             for g in self.stack_groups.get(stack, ()):
                 shared[g] += weight
         has = np.array(self.has_stacks, dtype=bool)
-        out[has] = shared[has] / total
+        smaller = np.minimum(total, np.asarray(self.union_weight))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[has] = np.where(smaller[has] > 0, shared[has] / smaller[has], np.nan)
         return out
 
     def groups(self, given: Sequence[Group]) -> list[Group]:

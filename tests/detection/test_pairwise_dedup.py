@@ -165,16 +165,16 @@ def test_leaf_throughput_and_caller_form_one_group() -> None:
     assert groups[0].members[1].stacks is None
 
 
-def test_stack_overlap_uses_the_candidates_own_samples() -> None:
-    """Against a group holding the leaf, the caller Web.handle scores the share of its samples
-    that pass through the leaf: 30 of 10 + 30 + 20."""
+def test_stack_overlap_is_the_overlap_coefficient() -> None:
+    """Against a group holding the leaf, the caller Web.handle shares the leaf's samples: 30 of
+    its 60, and all of the leaf's 30 — the overlap coefficient (shared over the smaller) is 1."""
     rng = np.random.default_rng(1)
     leaf = candidate(gcpu(LEAF), step_series(rng, 0.02, 0.01, 0.001))
     web = candidate(gcpu("Web.handle (app/web.py)"), step_series(rng, 0.6, 0.0, 0.001))
     only_stacks = PairwiseSettings(rules=(MergeRule("stack_overlap", 0.5),))
     judged, groups = run([leaf, web], settings=only_stacks)
     numbers = judged[1].verdicts["pairwise_dedup"].numbers
-    assert numbers["stack_overlap"] == pytest.approx(30.0 / 60.0)
+    assert numbers["stack_overlap"] == pytest.approx(30.0 / min(60.0, 30.0))
     assert not judged[1].verdicts["pairwise_dedup"].passed and len(groups) == 1
 
 
@@ -400,14 +400,19 @@ def reference_dedup(candidates, groups, context, settings, ids):
                     corrs.append(np.corrcoef(x, y)[0, 1])
             s["correlation"] = max(corrs) if corrs else None
             s["text"] = max(text[member.series_id, m.series_id] for m in ms)
-            union = {int(i) for m in ms if m.stacks is not None for i in m.stacks.stack_ids}
+            union: dict[int, float] = {}  # stack -> weight, the first member's
+            for m in ms:
+                if m.stacks is not None:
+                    for i, w in zip(m.stacks.stack_ids.tolist(), m.stacks.weights.tolist()):
+                        union.setdefault(int(i), w)
             sub = subroutine_of_series(cand.series_id)
             own = context.stacks.get(sub) if sub else None
             if own is None or not any(m.stacks is not None and len(m.stacks.stack_ids) for m in ms):
                 s["stack_overlap"] = None
             else:
                 inside = sum(w for i, w in zip(own.stack_ids, own.weights) if int(i) in union)
-                s["stack_overlap"] = inside / own.weights.sum()
+                smaller = min(own.weights.sum(), sum(union.values()))
+                s["stack_overlap"] = inside / smaller if smaller > 0 else None
             applies = [r for r in settings.rules if s[r.feature] is not None]
             if settings.combine == "all":  # every rule that applies, and at least one applies
                 accepted = bool(applies) and all(s[r.feature] >= r.threshold for r in applies)
