@@ -225,6 +225,10 @@ def _github_repository(value: object, where: str) -> str:
 # --- field declarations ---------------------------------------------------------------------
 
 
+MERGE_FEATURES = ("correlation", "text", "stack_overlap")
+DEDUP_METHODS = ("fbdetect", "kdd18")
+
+
 def _setting(default: object, convert: Callable[[object, str], object]) -> Any:
     """A field read by ``convert(value, where)``; its YAML key is the field name without its
     unit suffix (``merge_gap_s`` is written ``merge_gap``)."""
@@ -267,6 +271,17 @@ def _named_list(cls: type) -> Any:
             if name in names[:i]:
                 raise InputError(r.where(f"{key}[{i}].name"), "a name not used before", name)
         return items
+
+    return field(default=(), metadata={"read": read})
+
+
+def _section_list(cls: type) -> Any:
+    """A list of nested sections."""
+
+    def read(r: _Reader, value: object, key: str) -> tuple[Any, ...]:
+        if not isinstance(value, list):
+            raise InputError(r.where(key), "a list", value)
+        return tuple(_read_section(r, cls, item, f"{key}[{i}]") for i, item in enumerate(value))
 
     return field(default=(), metadata={"read": read})
 
@@ -381,28 +396,38 @@ class SourceSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class MergeRuleSettings:
+    """One PairwiseDedup rule: a feature (``correlation``, ``text`` or ``stack_overlap``) and the
+    score it must reach."""
+
+    feature: str = _required(lambda value, where: _one_of(value, where, MERGE_FEATURES))
+    threshold: float = _required(_share)
+
+
+@dataclass(frozen=True, slots=True)
 class DedupSettings:
-    """Same-regression merge, SOM dedup and pairwise dedup (FBDetect §5.5).
+    """Same-regression merge, SOMDedup and PairwiseDedup (FBDetect §5.5), or KDD'18 stack
+    deduplication (``method: kdd18``).
 
     ``merge_gap_s``: change points of one series closer than this are one regression (the same
-    regression seen from overlapping analysis windows). ``som_grid``: side of the square
-    self-organising map; ``seed`` fixes its initialisation. ``pairwise_max_gap_s`` and
-    ``pairwise_min_correlation``: two regressions are duplicates when their change times are at
-    most this far apart and their series correlate at least this much around the change.
+    regression seen from overlapping analysis windows). ``seed``: the SOM's seed (its grid side
+    is ⌈n^(1/4)⌉, FBDetect's rule). ``pairwise_max_gap_s``: groups whose members changed further
+    apart are not compared. ``rules`` and ``combine``: PairwiseDedup's merge rules (empty: the
+    default, correlation ≥ 0.8 and stack overlap ≥ 0.5 where each applies).
     """
 
+    method: str = _setting("fbdetect", lambda value, where: _one_of(value, where, DEDUP_METHODS))
     merge_gap_s: float = _setting(6 * HOUR_S, _duration)
-    som: bool = _setting(True, _boolean)
-    som_grid: int = _setting(8, _count)
     seed: int = _setting(0, _count)
-    pairwise: bool = _setting(True, _boolean)
-    pairwise_max_gap_s: float = _setting(HOUR_S, _duration)
-    pairwise_min_correlation: float = _setting(0.8, _share)
+    pairwise_max_gap_s: float = _setting(6 * HOUR_S, _duration)
+    rules: tuple[MergeRuleSettings, ...] = _section_list(MergeRuleSettings)
+    combine: str = _setting("all", lambda value, where: _one_of(value, where, ("all", "any")))
 
 
 @dataclass(frozen=True, slots=True)
 class CostShiftDomain:
-    """Subroutines whose names match ``regex`` (``re.search``) form one cost domain."""
+    """Subroutines whose names match ``regex`` (``re.search``) form one cost domain; with a
+    capture group, one domain per captured value."""
 
     name: str = _required(_text)
     regex: str = _required(_regex)
@@ -410,12 +435,14 @@ class CostShiftDomain:
 
 @dataclass(frozen=True, slots=True)
 class CostShiftSettings:
-    """Cost-shift analysis (FBDetect §5.4): a regression is a cost shift when the total gCPU of
-    its domain changes by less than ``tolerance`` times the regression's own delta."""
+    """Cost-shift analysis (FBDetect §5.4): a domain costing more than ``domain_cost_ratio`` ×
+    the regression's change is skipped; a domain whose total changes by at most
+    ``negligible_share`` × the change makes the regression a cost shift."""
 
     enabled: bool = _setting(True, _boolean)
     domains: tuple[CostShiftDomain, ...] = _named_list(CostShiftDomain)
-    tolerance: float = _setting(0.5, _non_negative)
+    domain_cost_ratio: float = _setting(50.0, _non_negative)
+    negligible_share: float = _setting(0.2, _non_negative)
 
 
 @dataclass(frozen=True, slots=True)

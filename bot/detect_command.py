@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 
 from rich.console import Console
 
@@ -16,7 +17,13 @@ from regbot.bot.dedup_context import build_dedup_context, open_profile_index
 from regbot.bot.state import open_state
 from regbot.bot.views import detection_table, funnel_line
 from regbot.detection.dedup import DedupSettings, deduplicate
-from regbot.detection.model import DetectionSettings, PairwiseSettings
+from regbot.detection.model import (
+    CostShiftSettings,
+    DetectionSettings,
+    MergeRule,
+    PairwiseSettings,
+    SomSettings,
+)
 from regbot.detection.pipeline import run_detection
 from regbot.detection.report import build_report
 from regbot.errors import InputError
@@ -26,9 +33,24 @@ from regbot.timefmt import parse_time
 
 def dedup_settings(config: Config) -> DedupSettings:
     """The dedup stages' settings from ``regbot.yml``."""
+    written = config.dedup
+    rules = tuple(MergeRule(r.feature, r.threshold) for r in written.rules)  # type: ignore[arg-type]
+    pairwise = PairwiseSettings(max_gap_s=written.pairwise_max_gap_s, combine=written.combine)  # type: ignore[arg-type]
+    if rules:
+        pairwise = replace(pairwise, rules=rules)
+    cost = config.cost_shift
     return DedupSettings(
-        merge_gap_s=config.dedup.merge_gap_s,
-        pairwise=PairwiseSettings(max_gap_s=config.dedup.pairwise_max_gap_s),
+        method=written.method,  # type: ignore[arg-type]
+        merge_gap_s=written.merge_gap_s,
+        som=SomSettings(seed=written.seed),
+        cost_shift=CostShiftSettings(
+            domain_cost_ratio=cost.domain_cost_ratio,
+            negligible_share=cost.negligible_share,
+            custom_domains=tuple((d.name, d.regex) for d in cost.domains),
+        )
+        if cost.enabled
+        else None,
+        pairwise=pairwise,
     )
 
 

@@ -38,7 +38,7 @@ class DedupSettings:
     method: Literal["fbdetect", "kdd18"] = "fbdetect"
     merge_gap_s: float = 6 * 3600.0
     som: SomSettings = SomSettings()
-    cost_shift: CostShiftSettings = CostShiftSettings()
+    cost_shift: CostShiftSettings | None = CostShiftSettings()  # None: the stage is off
     pairwise: PairwiseSettings = PairwiseSettings()
     kdd18_bucket_s: float = 600.0
 
@@ -89,10 +89,11 @@ def deduplicate(
                     duplicates[rep.regression_id].append(candidate.regression_id)
     funnel["after_som_dedup"] = len(kept)
 
-    verdicts = cost_shift_verdicts(kept, context, settings.cost_shift)
-    judged = [c.with_verdict(v) for c, v in zip(kept, verdicts)]
-    kept = [c for c in judged if c.verdicts["cost_shift"].passed]
-    removed += [c for c in judged if not c.verdicts["cost_shift"].passed]
+    if settings.cost_shift is not None:
+        verdicts = cost_shift_verdicts(kept, context, settings.cost_shift)
+        judged = [c.with_verdict(v) for c, v in zip(kept, verdicts)]
+        kept = [c for c in judged if c.verdicts["cost_shift"].passed]
+        removed += [c for c in judged if not c.verdicts["cost_shift"].passed]
     funnel["after_cost_shift"] = len(kept)
 
     group_of: dict[str, str] = {}

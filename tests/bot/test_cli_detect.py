@@ -149,3 +149,19 @@ def test_missing_and_broken_files_exit_2(tmp_path) -> None:
     bad.write_text("timestamp,series,value\n1,a,1\n2,a,oops\n")
     code, _, err = run("detect", str(bad))
     assert code == 2 and "bad.csv:3" in err
+
+
+def test_dedup_method_and_rules_come_from_the_config(series_csv, tmp_path) -> None:
+    config = tmp_path / "kdd.yml"
+    config.write_text(
+        "workloads:\n  default:\n    threshold: {relative: 0.01}\n"
+        "    windows: {historical: 10d, analysis: 4h, extended: 6h}\n"
+        "dedup: {method: kdd18}\ncost_shift: {enabled: false}\n"
+    )
+    out_path = tmp_path / "kdd.json"
+    code, _, err = run("detect", str(series_csv), "-c", str(config), "-o", str(out_path))
+    assert code == 0, err
+    report = json.loads(out_path.read_text())
+    assert {r["series"] for r in report["regressions"]} == {"gcpu:leaf (app/views.py)", "qps:web"}
+    assert all("stack_dedup" in r["verdicts"] for r in report["regressions"])
+    assert report["funnel"]["after_som_dedup"] == report["funnel"]["after_same_regression_merge"]

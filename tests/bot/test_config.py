@@ -294,7 +294,13 @@ def test_unknown_key_message_reads_as_the_brief_asks() -> None:
         ("repository: {github: not a slug}\n", "repository.github", "owner/name", "'not a slug'"),
         ("sources: {series: 5}\n", "sources.series", "a non-empty string", "5"),
         ("sources: {series: [a, 5]}\n", "sources.series[1]", "a non-empty string", "5"),
-        ("dedup: {som: maybe}\n", "dedup.som", "true or false", "'maybe'"),
+        ("dedup: {method: magic}\n", "dedup.method", "one of fbdetect, kdd18", "'magic'"),
+        (
+            "dedup: {rules: [{feature: luck, threshold: 1}]}\n",
+            "dedup.rules[0].feature",
+            "one of",
+            "'luck'",
+        ),
         ("attribution: {max_candidates: 2.5}\n", "attribution.max_candidates", "a whole", "2.5"),
         (
             "attribution: {confidence_floor: 2}\n",
@@ -487,9 +493,14 @@ sources:
       - {name: p99, query: 'histogram_quantile(0.99, rate(h[5m]))', kind: latency, unit: s}
       - {name: rps, query: 'sum(rate(r[5m]))', kind: qps}
 higher_is_better: [throughput, qps, hit_rate]
-dedup: {merge_gap: 12h, som: false, som_grid: 4, seed: 7, pairwise_min_correlation: 0.9}
+dedup:
+  merge_gap: 12h
+  method: kdd18
+  seed: 7
+  combine: any
+  rules: [{feature: correlation, threshold: 0.9}, {feature: stack_overlap, threshold: 0.6}]
 cost_shift:
-  tolerance: 0.25
+  negligible_share: 0.25
   domains:
     - {name: serialization, regex: '(json|proto)\\.'}
 attribution:
@@ -514,14 +525,18 @@ profiles: {bucket: 10s, gcpu_floor: 2e-05, sample_type: cpu}
         PrometheusQuery("rps", "sum(rate(r[5m]))", "qps", None),
     )
     assert config.higher_is_better == frozenset({"throughput", "qps", "hit_rate"})
-    assert (config.dedup.merge_gap_s, config.dedup.som, config.dedup.som_grid) == (
+    assert (config.dedup.merge_gap_s, config.dedup.method, config.dedup.seed) == (
         12 * HOUR,
-        False,
-        4,
+        "kdd18",
+        7,
     )
-    assert (config.dedup.seed, config.dedup.pairwise_min_correlation) == (7, 0.9)
-    assert config.dedup.pairwise_max_gap_s == HOUR  # default kept
-    assert config.cost_shift.tolerance == 0.25
+    assert [(r.feature, r.threshold) for r in config.dedup.rules] == [
+        ("correlation", 0.9),
+        ("stack_overlap", 0.6),
+    ]
+    assert config.dedup.combine == "any"
+    assert config.dedup.pairwise_max_gap_s == 6 * HOUR  # default kept
+    assert config.cost_shift.negligible_share == 0.25
     assert config.cost_shift.domains == (CostShiftDomain("serialization", r"(json|proto)\."),)
     assert config.attribution.weights.gcpu_attribution == 0.6
     assert config.attribution.confidence_floor == 0.4
