@@ -468,7 +468,44 @@ def split_by_stacks(
         for i, root in zip(members.tolist(), roots):
             if root != largest:
                 labels[i] = next_label + root
+    return _join_simultaneous(candidates, labels, has_stacks, find)
+
+
+CASCADE_BUCKETS = 3  # change points this many buckets apart are one moment (location jitter)
+
+
+def _join_simultaneous(
+    candidates: Sequence[Candidate], labels: np.ndarray, has_stacks: np.ndarray, find
+) -> np.ndarray:
+    """Members of one stack-sharing component whose change points lie within
+    ``CASCADE_BUCKETS`` buckets of each other (chained) are one cascade and get one label, even
+    when the SOM put them in different cells: a caller far above the regressed leaf carries much
+    other code, so its series is noisier and its shape features scatter, but its samples contain
+    the leaf's and it changed at the same moment."""
+    stacked = np.flatnonzero(has_stacks)
+    if len(stacked) < 2:
+        return labels
+    times = candidates[int(stacked[0])].times_s
+    spacing = float(np.median(np.diff(times))) if len(times) > 1 else 0.0
+    tolerance = CASCADE_BUCKETS * spacing
+    by_component: dict[int, list[int]] = {}
+    for i in stacked.tolist():
+        by_component.setdefault(find(i), []).append(i)
+    for items in by_component.values():
+        items.sort(key=lambda i: candidates[i].change_time_s)
+        cluster = [items[0]]
+        for previous, current in zip(items, items[1:]):
+            gap = candidates[current].change_time_s - candidates[previous].change_time_s
+            if gap > tolerance:
+                _one_label(labels, cluster)
+                cluster = []
+            cluster.append(current)
+        _one_label(labels, cluster)
     return labels
+
+
+def _one_label(labels: np.ndarray, items: list[int]) -> None:
+    labels[items] = min(int(labels[i]) for i in items)
 
 
 def _grid_position(unit: int, side: int) -> list[int]:
