@@ -471,7 +471,7 @@ def split_by_stacks(
     return _join_simultaneous(candidates, labels, has_stacks, find)
 
 
-CASCADE_BUCKETS = 3  # change points this many buckets apart are one moment (location jitter)
+CASCADE_BUCKETS = 8  # change points this many buckets apart are one moment (location jitter)
 
 
 def _join_simultaneous(
