@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from regbot.detection.model import StackShare
 from regbot.profiles.gcpu import build_gcpu
 from regbot.profiles.model import Series
 from regbot.profiles.sample_index import SampleIndex
@@ -137,3 +138,33 @@ def _call_tree(rng: np.random.Generator, branching: int, depth: int) -> list[lis
 
     grow(["main (app.py)"], 1)
     return paths
+
+
+def tree_stack_shares(
+    edges: dict[str, tuple[str, ...]], self_samples: dict[str, float], root: str = "main"
+) -> tuple[dict[str, StackShare], dict[str, frozenset[str]]]:
+    """The stack shares of a small call tree given as ``parent -> children`` edges: one stack
+    per root-to-node path, weighted by the node's own samples (a node without any has no stack
+    of its own); a subroutine's share holds every stack containing it, so a leaf's stacks are
+    also its callers'. Also each subroutine's callers (every node above it)."""
+    paths: list[tuple[tuple[str, ...], float]] = []
+    callers: dict[str, frozenset[str]] = {}
+
+    def walk(node: str, path: tuple[str, ...]) -> None:
+        callers[node] = frozenset(path)
+        path = (*path, node)
+        if self_samples.get(node, 0.0) > 0:
+            paths.append((path, self_samples[node]))
+        for child in edges.get(node, ()):
+            walk(child, path)
+
+    walk(root, ())
+    shares: dict[str, list[tuple[int, float]]] = {}
+    for stack_id, (path, weight) in enumerate(paths):
+        for frame in dict.fromkeys(path):
+            shares.setdefault(frame, []).append((stack_id, weight))
+    stacks = {
+        frame: StackShare(np.array([i for i, _ in v]), np.array([w for _, w in v]))
+        for frame, v in shares.items()
+    }
+    return stacks, callers

@@ -308,7 +308,6 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     # RegressionGoneAway.
     k = max(1, min(n_post, max(settings.gone_away_points, n_post - n_post // 3)))
     last_mean = float(np.mean(values[-k:]))
-    half_step = 0.5 * (float(np.median(post)) - pre_median)
     gone_threshold = settings.gone_away_z * level_noise(pre, k, mad_floor)
     gone_limit = pre_median + gone_threshold
     gone_away = last_mean < gone_limit
@@ -367,7 +366,6 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
         lasting_trend=lasting,
         gone_away_points=k,
         last_mean=last_mean,
-        half_step=half_step,
         gone_away_limit=gone_limit,
         regression_gone_away=gone_away,
     )

@@ -13,13 +13,13 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
+from regbot.detection.cascades import tree_stack_shares
 from regbot.detection.model import (
     Candidate,
     DedupContext,
     Group,
     MergeRule,
     PairwiseSettings,
-    StackShare,
     WindowBounds,
     subroutine_of_series,
 )
@@ -52,33 +52,7 @@ SELF_SAMPLES = {
 }
 
 
-def call_tree(
-    edges: dict[str, tuple[str, ...]], self_samples: dict[str, float], root: str = "main"
-) -> dict[str, StackShare]:
-    """Stacks of a call tree: one per root-to-node path, weighted by the node's self samples
-    (a node without self samples has no stack of its own); a subroutine's share holds every
-    stack containing it — so a leaf's stacks are also its callers'."""
-    paths: list[tuple[tuple[str, ...], float]] = []
-
-    def walk(node: str, path: tuple[str, ...]) -> None:
-        path = (*path, node)
-        if self_samples.get(node, 0.0) > 0:
-            paths.append((path, self_samples[node]))
-        for child in edges.get(node, ()):
-            walk(child, path)
-
-    walk(root, ())
-    shares: dict[str, list[tuple[int, float]]] = {}
-    for stack_id, (path, weight) in enumerate(paths):
-        for frame in dict.fromkeys(path):
-            shares.setdefault(frame, []).append((stack_id, weight))
-    return {
-        frame: StackShare(np.array([s for s, _ in v]), np.array([w for _, w in v]))
-        for frame, v in shares.items()
-    }
-
-
-STACKS = call_tree(TREE, SELF_SAMPLES)
+STACKS, _ = tree_stack_shares(TREE, SELF_SAMPLES)
 CONTEXT = DedupContext(stacks=STACKS)
 
 

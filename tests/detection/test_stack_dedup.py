@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from regbot.detection.model import Candidate, DedupContext, StackShare, WindowBounds
+from regbot.detection.cascades import tree_stack_shares
+from regbot.detection.model import Candidate, DedupContext, WindowBounds
 from regbot.detection.stack_dedup import _Attempt, _Problem, bucket_change_points, stack_dedup
 
 T_S = 1_700_000_000.0
@@ -37,35 +38,7 @@ SELF_SAMPLES = {
 TOTAL = sum(SELF_SAMPLES.values())
 
 
-def call_tree(
-    edges: dict[str, tuple[str, ...]], self_samples: dict[str, float], root: str = "main"
-) -> tuple[dict[str, StackShare], dict[str, frozenset[str]]]:
-    """Stacks of a call tree (one per root-to-node path, weighted by the node's self samples; a
-    subroutine's share holds every stack containing it) and each subroutine's callers."""
-    paths: list[tuple[tuple[str, ...], float]] = []
-    callers: dict[str, frozenset[str]] = {}
-
-    def walk(node: str, path: tuple[str, ...]) -> None:
-        callers[node] = frozenset(path)
-        path = (*path, node)
-        if self_samples.get(node, 0.0) > 0:
-            paths.append((path, self_samples[node]))
-        for child in edges.get(node, ()):
-            walk(child, path)
-
-    walk(root, ())
-    shares: dict[str, list[tuple[int, float]]] = {}
-    for stack_id, (path, weight) in enumerate(paths):
-        for frame in dict.fromkeys(path):
-            shares.setdefault(frame, []).append((stack_id, weight))
-    stacks = {
-        frame: StackShare(np.array([s for s, _ in v]), np.array([w for _, w in v]))
-        for frame, v in shares.items()
-    }
-    return stacks, callers
-
-
-STACKS, CALLERS = call_tree(TREE, SELF_SAMPLES)
+STACKS, CALLERS = tree_stack_shares(TREE, SELF_SAMPLES)
 CONTEXT = DedupContext(stacks=STACKS, callers=CALLERS)
 
 
@@ -134,7 +107,7 @@ def test_identical_stacks_go_to_the_deeper_subroutine() -> None:
     """Feed.load without self samples: the same stacks as the leaf, the same scores; the callers
     map breaks the tie towards the leaf, whatever the input order."""
     samples = {**SELF_SAMPLES, CALLER: 0.0}
-    stacks, callers = call_tree(TREE, samples)
+    stacks, callers = tree_stack_shares(TREE, samples)
     context = DedupContext(stacks=stacks, callers=callers)
     for order in (1, -1):
         pair = [candidate(CALLER, 0.01, before=0.3), candidate(LEAF, 0.01, before=0.3)][::order]
@@ -283,7 +256,7 @@ def random_tree_scene(seed: int) -> tuple[list[Candidate], DedupContext]:
     for i in range(1, 40):
         edges.setdefault(f"f{int(rng.integers(0, i))}", []).append(f"f{i}")
     samples = {f"f{i}": float(rng.integers(0, 30)) for i in range(40)}
-    stacks, callers = call_tree({p: tuple(c) for p, c in edges.items()}, samples, root="f0")
+    stacks, callers = tree_stack_shares({p: tuple(c) for p, c in edges.items()}, samples, root="f0")
     total = sum(samples.values())
     names = [n for n in stacks if n != "f0"]
     chosen = rng.choice(len(names), size=min(15, len(names)), replace=False)
