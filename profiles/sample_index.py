@@ -143,6 +143,41 @@ class SampleIndex:
         mask = self.stacks_with(name) & any_other
         return float(self.stack_weights(start_s, end_s)[mask].sum())
 
+    def positions_of_any(self, names: Iterable[str]) -> np.ndarray:
+        """Boolean mask over positions in ``stack_frames``: frames that are one of ``names``
+        (subroutines, or frames as written)."""
+        sub_mask = np.zeros(len(self.subroutines), dtype=bool)
+        frame_mask = np.zeros(len(self.frames), dtype=bool)
+        for name in names:
+            sub = self._sub_ids.get(name)
+            if sub is not None:
+                sub_mask[sub] = True
+            elif (frame := self._frame_ids.get(name)) is not None:
+                frame_mask[frame] = True
+        return sub_mask[self.frame_subroutine[self.stack_frames]] | frame_mask[self.stack_frames]
+
+    def stacks_with_any_below(self, name: str, others: Iterable[str]) -> np.ndarray:
+        """Boolean mask over stacks: those containing ``name`` and one of ``others`` at or below
+        its outermost occurrence (``name`` itself, or anything it transitively calls). A frame of
+        ``others`` seen only above ``name`` (a caller) does not count."""
+        n_stacks = len(self.offsets) - 1
+        positions = np.arange(len(self.stack_frames), dtype=np.int64)
+        target = self._position_mask(name)
+        other = self.positions_of_any(others)
+        never = np.iinfo(np.int64).max
+        outermost = np.full(n_stacks, never, dtype=np.int64)
+        np.minimum.at(outermost, self.stack_of_position[target], positions[target])
+        deepest_other = np.full(n_stacks, -1, dtype=np.int64)
+        np.maximum.at(deepest_other, self.stack_of_position[other], positions[other])
+        return (outermost != never) & (deepest_other >= outermost)
+
+    def share_of(
+        self, mask: np.ndarray, start_s: float | None = None, end_s: float | None = None
+    ) -> float:
+        """The share of the range's samples whose stacks are in ``mask`` (0 for an empty range)."""
+        total = self.total(start_s, end_s)
+        return float(self.stack_weights(start_s, end_s)[mask].sum()) / total if total else 0.0
+
     def popularity(
         self, name: str, start_s: float | None = None, end_s: float | None = None
     ) -> float:

@@ -1,0 +1,128 @@
+"""Subroutine gCPU attribution (FBDetect §5.6): the fraction of a regression in subroutine B's
+gCPU that the samples touched by one change carry.
+
+With ℛ = gCPU_after(B) − gCPU_before(B), and ℒ the same difference over only the samples whose
+stack contains B and a subroutine the change modified, the part is ℒ/ℛ. FBDetect's Table 2 gives
+ℛ = 0.05, ℒ = 0.04, 80%.
+
+Which modified frames count (``scope``):
+
+* ``"stack"``: a modified subroutine anywhere on a stack with B, exactly as in Table 2, where a
+  change to B's caller A is credited with the A → B → C samples;
+* ``"downstream"``: only B itself or what B transitively calls, i.e. a modified frame at or below
+  B's outermost occurrence. On Table 2 this gives ℒ = 0.03 (the A → B → C row no longer
+  counts), 60%;
+* ``"informative"`` (regbot's default): downstream frames, plus callers of B that are absent from
+  at least one of B's stacks carrying samples in the two windows. A caller present on every one
+  of B's stacks (``main``, the request handler) credits its change with all of ℛ whatever the
+  change did, and a deploy lands all its commits at once, so such a commit would tie with the
+  one that made B slower; a caller that separates B's samples (Table 2's A, on one of B's
+  call paths) still says which of them rose. Table 2 keeps its 80%.
+
+The part is clipped to [0, 1]: ℒ can exceed ℛ when B's other samples fell, and a change whose
+samples fell has no claim. When ℛ ≤ 0 (B's share did not rise in the store, e.g. the regression
+came from another source's series) the part is not defined and None is returned.
+
+Series that are not gCPU series (latency, throughput...) have no B. For them the part is the
+change's share of the service-wide CPU rise among the deploy's changes: each change's
+ℒ = rise in the share of samples containing any subroutine it modified, clipped at 0, divided by
+the largest such rise over the changes (None when no change's samples rose).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from regbot.profiles.sample_index import SampleIndex
+
+Scope = Literal["informative", "downstream", "stack"]
+SCOPES: tuple[Scope, ...] = ("informative", "downstream", "stack")
+
+
+@dataclass(frozen=True, slots=True)
+class TimeSplit:
+    """Before ``[before_start_s, change_s)`` and after ``[change_s, after_end_s)`` the change,
+    over bucket start times."""
+
+    before_start_s: float
+    change_s: float
+    after_end_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class AttributedShare:
+    """ℛ (B's rise), ℒ (the change's samples' rise) and the part ℒ/ℛ clipped to [0, 1]."""
+
+    regression: float
+    attributed: float
+    fraction: float | None
+
+
+def _rise(index: SampleIndex, mask: np.ndarray, split: TimeSplit) -> float:
+    after = index.share_of(mask, split.change_s, split.after_end_s)
+    before = index.share_of(mask, split.before_start_s, split.change_s)
+    return after - before
+
+
+def attributed_share(
+    index: SampleIndex,
+    subroutine: str,
+    modified: Collection[str],
+    split: TimeSplit,
+    scope: Scope = "informative",
+) -> AttributedShare:
+    """ℒ/ℛ for a regression in ``subroutine`` and a change that modified the profile
+    subroutines ``modified``."""
+    with_b = index.stacks_with(subroutine)
+    regression = _rise(index, with_b, split)
+    if not modified:
+        attributed = 0.0
+    elif scope == "stack":
+        attributed = _rise(index, with_b & _stacks_with_any(index, modified), split)
+    elif scope == "downstream":
+        attributed = _rise(index, index.stacks_with_any_below(subroutine, modified), split)
+    else:
+        separating = _separating(index, with_b, modified, split)
+        mask = index.stacks_with_any_below(subroutine, modified) | (
+            with_b & _stacks_with_any(index, separating)
+        )
+        attributed = _rise(index, mask, split)
+    if regression <= 0:
+        return AttributedShare(regression, attributed, None)
+    return AttributedShare(regression, attributed, float(np.clip(attributed / regression, 0, 1)))
+
+
+def _stacks_with_any(index: SampleIndex, names: Collection[str]) -> np.ndarray:
+    mask = np.zeros(len(index.offsets) - 1, dtype=bool)
+    mask[index.stack_of_position[index.positions_of_any(names)]] = True
+    return mask
+
+
+def _separating(
+    index: SampleIndex, with_b: np.ndarray, modified: Collection[str], split: TimeSplit
+) -> list[str]:
+    """The modified subroutines absent from at least one of B's stacks that carry samples in
+    the windows."""
+    live = with_b & (index.stack_weights(split.before_start_s, split.after_end_s) > 0)
+    return [name for name in modified if (live & ~index.stacks_with(name)).any()]
+
+
+def service_wide_shares(
+    index: SampleIndex, modified_per_change: Sequence[Collection[str]], split: TimeSplit
+) -> list[float | None]:
+    """For a regression without a subroutine: each change's rise in the share of samples that
+    contain one of its modified subroutines, relative to the largest rise among the changes."""
+    rises = []
+    for modified in modified_per_change:
+        if not modified:
+            rises.append(0.0)
+            continue
+        rises.append(max(0.0, _rise(index, _stacks_with_any(index, modified), split)))
+    top = max(rises, default=0.0)
+    if top <= 0:
+        return [None] * len(rises)
+    return [r / top for r in rises]

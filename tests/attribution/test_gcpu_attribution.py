@@ -1,0 +1,103 @@
+"""Subroutine gCPU attribution (FBDetect §5.6, Table 2) from a real sample store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from regbot.attribution.gcpu_attribution import (
+    TimeSplit,
+    attributed_share,
+    service_wide_shares,
+)
+from regbot.profiles.folded import parse_folded
+from regbot.profiles.model import ParseOptions
+from regbot.profiles.sample_index import SampleIndex
+from regbot.profiles.store import open_store
+
+SPLIT = TimeSplit(0, 60, 120)
+
+
+def index_of(tmp_path: Path, before: str, after: str) -> SampleIndex:
+    store = open_store(tmp_path / "store")
+    for text, at, key in ((before, 0, "before"), (after, 60, "after")):
+        samples = parse_folded(
+            text.encode(), source=key, table=store.table, at_s=at, options=ParseOptions()
+        )
+        store.add(samples, key)
+    store.commit()
+    return SampleIndex(store.table, store.records())
+
+
+# Table 2 as samples out of 100 per bucket; X;Y carries the rest of the service.
+TABLE2_BEFORE = "A;B;C 1\nB;E;F 2\nD;B;C 2\nB;E;D 4\nX;Y 91\n"
+TABLE2_AFTER = "A;B;C 2\nB;E;F 3\nD;B;C 2\nB;E;D 6\nG;B;D 1\nX;Y 86\n"
+
+
+@pytest.fixture
+def table2(tmp_path: Path) -> SampleIndex:
+    return index_of(tmp_path, TABLE2_BEFORE, TABLE2_AFTER)
+
+
+def test_table2_gives_80_percent_with_the_default_scope(table2: SampleIndex) -> None:
+    share = attributed_share(table2, "B", ["A", "E"], SPLIT)
+    assert share.regression == pytest.approx(0.05)
+    assert share.attributed == pytest.approx(0.04)
+    assert share.fraction == pytest.approx(0.80)
+
+
+def test_table2_under_each_scope(table2: SampleIndex) -> None:
+    assert attributed_share(table2, "B", ["A", "E"], SPLIT, "stack").fraction == pytest.approx(0.8)
+    # Downstream only: A is B's caller, so A -> B -> C no longer counts (0.03 / 0.05).
+    downstream = attributed_share(table2, "B", ["A", "E"], SPLIT, "downstream")
+    assert downstream.attributed == pytest.approx(0.03)
+    assert downstream.fraction == pytest.approx(0.60)
+
+
+def test_a_change_to_b_itself_explains_all_of_it(table2: SampleIndex) -> None:
+    for scope in ("informative", "downstream", "stack"):
+        assert attributed_share(table2, "B", ["B"], SPLIT, scope).fraction == pytest.approx(1.0)
+
+
+def test_a_caller_on_every_stack_of_b_is_not_credited(tmp_path: Path) -> None:
+    """main and serve are on all of slow's stacks: under the paper's counting a commit touching
+    them ties with the one that made slow slower; the default scope credits only the latter."""
+    before = "main;serve;slow 10\nmain;serve;fast 40\nmain;idle 50\n"
+    after = "main;serve;slow 20\nmain;serve;fast 40\nmain;idle 40\n"
+    index = index_of(tmp_path, before, after)
+    assert attributed_share(index, "slow", ["serve"], SPLIT, "stack").fraction == 1.0
+    assert attributed_share(index, "slow", ["serve"], SPLIT).fraction == 0.0
+    assert attributed_share(index, "slow", ["slow"], SPLIT).fraction == pytest.approx(1.0)
+    # A sibling on the caller's other path shares no stack with slow.
+    assert attributed_share(index, "slow", ["fast"], SPLIT, "stack").fraction == 0.0
+
+
+def test_callee_of_b_is_downstream(tmp_path: Path) -> None:
+    before = "main;b;c 10\nmain;b 10\nmain;x 80\n"
+    after = "main;b;c 30\nmain;b 10\nmain;x 60\n"
+    index = index_of(tmp_path, before, after)
+    share = attributed_share(index, "b", ["c"], SPLIT)
+    assert share.regression == pytest.approx(0.20)
+    assert share.fraction == pytest.approx(1.0)
+
+
+def test_fraction_is_clipped_and_undefined_without_a_rise(tmp_path: Path) -> None:
+    # B's e-path grew by 0.2 while its f-path fell by 0.1: R = 0.1, L(e) = 0.2 -> clipped to 1.
+    before = "b;e 10\nb;f 20\nx 70\n"
+    after = "b;e 30\nb;f 10\nx 60\n"
+    index = index_of(tmp_path, before, after)
+    assert attributed_share(index, "b", ["e"], SPLIT).fraction == 1.0
+    assert attributed_share(index, "b", ["f"], SPLIT).fraction == 0.0
+    falling = attributed_share(index, "f", ["f"], SPLIT)
+    assert falling.regression < 0 and falling.fraction is None
+    assert attributed_share(index, "b", [], SPLIT).attributed == 0.0
+
+
+def test_service_wide_shares_for_series_without_a_subroutine(tmp_path: Path) -> None:
+    before = "main;a 10\nmain;b 10\nmain;c 80\n"
+    after = "main;a 30\nmain;b 15\nmain;c 55\n"
+    index = index_of(tmp_path, before, after)
+    shares = service_wide_shares(index, [["a"], ["b"], ["c"], []], SPLIT)
+    assert shares == pytest.approx([1.0, 0.25, 0.0, 0.0])
+    assert service_wide_shares(index, [["c"]], SPLIT) == [None]
