@@ -1,0 +1,173 @@
+"""Root-cause analysis for one deploy (FBDetect §5.6): every remaining regression against the
+deploy's commits, each commit scored by gCPU attribution, text similarity and time-series
+correlation, then ranked and named only when confident.
+
+The work shared by all regressions is done once per deploy: matching the commits' modified
+functions to the profile's subroutines, and the commits' text documents.
+
+Merge commits are not candidates: the history's PR number is already carried by the commits
+they bring in, and their own diff repeats those commits' changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from regbot.attribution.frame_match import match_subroutines
+from regbot.attribution.gcpu_attribution import (
+    Scope,
+    TimeSplit,
+    attributed_share,
+    service_wide_shares,
+)
+from regbot.attribution.model import Attribution, Commit, ModifiedSubroutine
+from regbot.attribution.rank import RankSettings, rank_commits
+from regbot.attribution.signal_correlation import Signal, correlation_parts
+from regbot.attribution.stack_paths import heaviest_paths
+from regbot.attribution.text_similarity import (
+    commit_document,
+    regression_document,
+    text_similarities,
+)
+from regbot.profiles.sample_index import SampleIndex
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionEvidence:
+    """What attribution needs of one regression: its id and series, the subroutine it measures
+    (None for a series that is not gCPU), its change time, the run's window edges, and its
+    points (oriented: higher is worse)."""
+
+    id: str
+    series_id: str
+    kind: str
+    subroutine: str | None
+    change_time_s: float
+    window_start_s: float
+    window_end_s: float
+    times_s: np.ndarray
+    values: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class AttributionSettings:
+    """Ranking settings, the gCPU attribution scope, the fuzzy-match floor of frame matching."""
+
+    rank: RankSettings = RankSettings()
+    scope: Scope = "informative"
+    fuzzy_floor: float = 90.0
+    text_frames: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class DeployChanges:
+    """The deploy's candidate commits, and for each the profile subroutines it modified."""
+
+    commits: tuple[Commit, ...]
+    modified: tuple[tuple[str, ...], ...]
+    documents: tuple[str, ...]
+
+    def commit_subroutines(self) -> dict[str, frozenset[str]]:
+        """Commit sha → the profile subroutines it modified (SOMDedup's root-cause bitmap and
+        the cost-shift commit domain)."""
+        return {c.sha: frozenset(m) for c, m in zip(self.commits, self.modified, strict=True) if m}
+
+
+def prepare_changes(
+    commits: Sequence[Commit], index: SampleIndex | None, fuzzy_floor: float = 90.0
+) -> DeployChanges:
+    """Candidates (merge commits left out), their matches in the profile, their documents."""
+    candidates = tuple(c for c in commits if not c.is_merge)
+    modified: list[tuple[str, ...]] = [() for _ in candidates]
+    if index is not None:
+        every = [m for c in candidates for m in c.subroutines]
+        matches = match_subroutines(index.subroutines, every, fuzzy_floor=fuzzy_floor)
+        owner: dict[ModifiedSubroutine, list[int]] = {}
+        for k, c in enumerate(candidates):
+            for m in c.subroutines:
+                owner.setdefault(m, []).append(k)
+        found: list[set[str]] = [set() for _ in candidates]
+        for name, hits in matches.items():
+            for sub, _score in hits:
+                for k in owner.get(sub, ()):
+                    found[k].add(name)
+        modified = [tuple(sorted(f)) for f in found]
+    documents = tuple(commit_document(c) for c in candidates)
+    return DeployChanges(candidates, tuple(modified), documents)
+
+
+def _gcpu_parts(
+    evidence: RegressionEvidence,
+    changes: DeployChanges,
+    index: SampleIndex | None,
+    scope: Scope,
+) -> list[float | None]:
+    n = len(changes.commits)
+    if index is None:
+        return [None] * n
+    split = TimeSplit(evidence.window_start_s, evidence.change_time_s, evidence.window_end_s)
+    if evidence.subroutine is None:
+        return service_wide_shares(index, changes.modified, split)
+    parts = [
+        attributed_share(index, evidence.subroutine, modified, split, scope).fraction
+        for modified in changes.modified
+    ]
+    if all(p is None for p in parts):
+        return parts
+    return [p if p is not None else 0.0 for p in parts]
+
+
+def attribute(
+    evidence: RegressionEvidence,
+    changes: DeployChanges,
+    index: SampleIndex | None,
+    signals: Sequence[Signal],
+    settings: AttributionSettings,
+) -> Attribution:
+    """One regression's ranking and decision."""
+    if not changes.commits:
+        return Attribution((), (), "none", ("no commits between the deploys",))
+    gcpu = _gcpu_parts(evidence, changes, index, settings.scope)
+    frames: list[str] = []
+    if index is not None and evidence.subroutine is not None:
+        for path in heaviest_paths(
+            index,
+            evidence.subroutine,
+            evidence.change_time_s,
+            evidence.window_end_s,
+            settings.text_frames,
+        ):
+            frames.extend(path)
+    document = regression_document(
+        evidence.series_id, evidence.kind, frames, evidence.change_time_s
+    )
+    text = text_similarities(document, list(changes.documents))
+    correlation = correlation_parts(
+        evidence.times_s,
+        evidence.values,
+        changes.commits,
+        signals,
+        (evidence.window_start_s, evidence.window_end_s),
+    )
+    parts = [
+        {"gcpu_attribution": g, "text_similarity": float(t), "correlation": c}
+        for g, t, c in zip(gcpu, text, correlation, strict=True)
+    ]
+    notes = () if any(g is not None for g in gcpu) else ("gCPU attribution does not apply",)
+    ranked = rank_commits(changes.commits, parts, settings.rank, changes.modified)
+    return Attribution(ranked.ranked, ranked.candidates, ranked.confidence, notes)
+
+
+def attribute_all(
+    regressions: Sequence[RegressionEvidence],
+    commits: Sequence[Commit],
+    index: SampleIndex | None,
+    signals: Sequence[Signal],
+    settings: AttributionSettings,
+) -> tuple[DeployChanges, Mapping[str, Attribution]]:
+    """Every regression of one deploy."""
+    changes = prepare_changes(commits, index, settings.fuzzy_floor)
+    return changes, {r.id: attribute(r, changes, index, signals, settings) for r in regressions}
