@@ -1,0 +1,294 @@
+"""The Prometheus source: the configured PromQL queries over the release window, as series.
+
+FBDetect watches metric series around each release; where those metrics live in Prometheus,
+``fetch_prometheus_series`` reads them with the HTTP API's range query
+(``POST /api/v1/query_range``, form-encoded as Prometheus' own clients send it, so long PromQL
+does not hit URL length limits) and returns one ``Series`` per series a query answers.
+
+Choices, fixed here once:
+
+* **Step and chunks.** Prometheus refuses a range query of more than 11,000 points per series.
+  The configured step is the resolution the user asked for and detection works on, so it is
+  kept, and a range that needs more than ``MAX_POINTS_PER_REQUEST`` (10,000) points is split
+  into several requests of at most 10,000 points each. The requests lie on one grid
+  (``start + i·step``) and the next request starts one step after the previous one ended, so
+  the concatenation holds every grid point exactly once, the same points one request would
+  give. Only a range that would need more than ``MAX_POINTS_PER_SERIES`` (100,000) points per
+  series widens the step, to ``max(step, ceil((end - start) / 100,000))`` whole seconds, which
+  bounds the number of requests (10) and the memory of a mistaken window or step.
+  Times and the step are sent as whole milliseconds (Prometheus' resolution); the step is sent
+  as ``<n>ms`` so that no float rounding can change it on the server.
+* **Series ids.** ``<query name>{label=value,...}`` with labels sorted by name, ``__name__``
+  dropped, and no braces when there are no labels (``cpu``). Label values are written as they
+  are, unquoted. When one query answers with several metric names (``{__name__=~"x_.*"}``),
+  ``__name__`` is kept in the labels and the ids of that query so that its series stay apart.
+* **Values.** Prometheus writes ``NaN``, ``+Inf`` and ``-Inf`` as text. NaN is "no
+  measurement" (0/0, an empty bucket) and is dropped, as ``normalise_points`` drops it for every
+  source; ±Inf (x/0, a ratio over an empty denominator) is no level either and is dropped too,
+  rather than failing the whole fetch. Points are then normalised by ``normalise_points`` (sorted,
+  duplicate times averaged). A series left with no points is left out. Native histogram samples
+  are not series of numbers: a query answering with them is an ``InputError``.
+* **Errors** are ``InputError`` naming the query, the endpoint and what Prometheus said
+  (``errorType: error``). A connection that fails (refused, reset, broken answer) and an HTTP 5xx
+  answer are tried again twice, after ``RETRY_DELAYS_S``; a 4xx answer (400 bad PromQL,
+  422 execution error) is not, since the same request would fail the same way. Timeouts (the
+  client's ``timeout`` or Prometheus' ``errorType: timeout``) are not retried either: the same
+  query would take as long again, and three tries would triple the wait.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from regbot import __version__
+from regbot.bot.config import PrometheusQuery, PrometheusSource
+from regbot.errors import InputError
+from regbot.profiles.model import Series
+from regbot.profiles.series_files import normalise_points
+
+MAX_POINTS_PER_REQUEST = 10_000  # Prometheus refuses more than 11,000 points per series
+MAX_POINTS_PER_SERIES = 100_000  # beyond this the step widens instead of sending more requests
+RETRY_DELAYS_S: tuple[float, ...] = (0.5, 2.0)  # two retries
+QUERY_RANGE_PATH = "/api/v1/query_range"
+
+
+@dataclass(frozen=True, slots=True)
+class RangeRequest:
+    """One ``query_range`` request: evaluation times ``start_ms, start_ms + step_ms, ... ≤ end_ms``."""
+
+    start_ms: int
+    end_ms: int
+    step_ms: int
+
+    @property
+    def points(self) -> int:
+        return (self.end_ms - self.start_ms) // self.step_ms + 1
+
+
+def query_step_s(step_s: float, start_s: float, end_s: float) -> float:
+    """The step to query with: the configured one, unless the window would then need more than
+    ``MAX_POINTS_PER_SERIES`` points per series; then ``ceil((end - start) / MAX_POINTS_PER_SERIES)``
+    whole seconds. (Applied only when needed, so a sub-second step over a short window stays.)"""
+    if (end_s - start_s) / step_s + 1 <= MAX_POINTS_PER_SERIES:
+        return step_s
+    return max(step_s, float(math.ceil((end_s - start_s) / MAX_POINTS_PER_SERIES)))
+
+
+def plan_requests(start_s: float, end_s: float, step_s: float) -> list[RangeRequest]:
+    """The requests that cover ``[start_s, end_s]`` at ``step_s`` (already chosen by
+    ``query_step_s``), each of at most ``MAX_POINTS_PER_REQUEST`` points, on one grid and without
+    a shared point. Times are whole milliseconds: the start rounded up and the end rounded down,
+    so every point lies inside the window; the step is at least 1 ms."""
+    start_ms = math.ceil(round(start_s * 1000, 6))
+    end_ms = math.floor(round(end_s * 1000, 6))
+    step_ms = max(1, round(step_s * 1000))
+    if end_ms < start_ms:
+        return []
+    last = (end_ms - start_ms) // step_ms  # index of the last grid point
+    return [
+        RangeRequest(
+            start_ms + first * step_ms,
+            start_ms + min(first + MAX_POINTS_PER_REQUEST - 1, last) * step_ms,
+            step_ms,
+        )
+        for first in range(0, last + 1, MAX_POINTS_PER_REQUEST)
+    ]
+
+
+def fetch_prometheus_series(
+    source: PrometheusSource,
+    start_s: float,
+    end_s: float,
+    *,
+    retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
+) -> list[Series]:
+    """Every series each configured query answers over ``[start_s, end_s]`` (epoch seconds), in
+    query order and then by id; see the module docstring for steps, ids, values and errors."""
+    if not (math.isfinite(start_s) and math.isfinite(end_s)) or end_s < start_s:
+        raise InputError(
+            "prometheus window", "finite times with end not before start", (start_s, end_s)
+        )
+    endpoint = source.url.rstrip("/") + QUERY_RANGE_PATH
+    requests = plan_requests(start_s, end_s, query_step_s(source.step_s, start_s, end_s))
+    series: list[Series] = []
+    for query in source.queries:
+        where = f"prometheus query {query.name!r} ({endpoint})"
+        points: dict[tuple[tuple[str, str], ...], list[tuple[np.ndarray, np.ndarray]]] = {}
+        for request in requests:
+            form = {
+                "query": query.query,
+                "start": _seconds_text(request.start_ms),
+                "end": _seconds_text(request.end_ms),
+                "step": f"{request.step_ms}ms",
+                "timeout": f"{max(1, round(source.timeout_s * 1000))}ms",
+            }
+            answer = _post(endpoint, form, source.timeout_s, where, retry_delays_s)
+            for metric, times, values in _matrix(answer, where):
+                points.setdefault(metric, []).append((times, values))
+        series.extend(_query_series(query, points, where))
+    return series
+
+
+def _seconds_text(ms: int) -> str:
+    """Whole milliseconds as decimal seconds, exactly (``1700000000.250``)."""
+    return f"{ms // 1000}.{ms % 1000:03d}"
+
+
+# --- HTTP -------------------------------------------------------------------------------------
+
+
+class _Retryable(Exception):
+    """A failure worth another try; ``expected`` and ``found`` make the final InputError."""
+
+    def __init__(self, expected: str, found: str | None = None) -> None:
+        super().__init__(expected)
+        self.expected = expected
+        self.found = found
+
+
+def _post(
+    endpoint: str,
+    form: dict[str, str],
+    timeout_s: float,
+    where: str,
+    retry_delays_s: Sequence[float],
+) -> object:
+    """The decoded ``status: success`` answer to one form POST, tried again after each of
+    ``retry_delays_s`` on connection failures and 5xx answers."""
+    attempts = len(retry_delays_s) + 1
+    for attempt in range(attempts):
+        try:
+            return _post_once(endpoint, form, timeout_s, where)
+        except _Retryable as failure:
+            if attempt == attempts - 1:
+                tries = f" ({attempts} attempts)" if attempts > 1 else ""
+                raise InputError(where, failure.expected + tries, failure.found) from None
+            time.sleep(retry_delays_s[attempt])
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def _post_once(endpoint: str, form: dict[str, str], timeout_s: float, where: str) -> object:
+    request = urllib.request.Request(
+        endpoint,
+        data=urllib.parse.urlencode(form).encode("utf-8"),
+        headers={
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Accept": "application/json",
+            "User-Agent": f"regbot/{__version__}",
+        },
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            status, body = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, body = error.code, error.read()
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, TimeoutError):
+            raise _timeout(where, timeout_s) from None
+        raise _Retryable("a reachable Prometheus server", str(error.reason)) from None
+    except TimeoutError:
+        raise _timeout(where, timeout_s) from None
+    except (ConnectionError, http.client.HTTPException) as error:
+        raise _Retryable("a complete answer from Prometheus", repr(error)) from None
+    return _answer(status, body, where)
+
+
+def _timeout(where: str, timeout_s: float) -> InputError:
+    return InputError(where, f"an answer within {timeout_s:g} s (sources.prometheus.timeout)")
+
+
+def _answer(status: int, body: bytes, where: str) -> object:
+    """The ``data`` of a successful answer; Prometheus' own error otherwise."""
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        payload = None
+    if not isinstance(payload, dict):
+        text = body[:200].decode("utf-8", "replace").strip()
+        expected = f"a JSON answer from the Prometheus HTTP API (HTTP {status})"
+        if status >= 500:
+            raise _Retryable(expected, text)
+        raise InputError(where, expected, text)
+    if 200 <= status < 300 and payload.get("status") == "success":
+        return payload.get("data")
+    said = f"{payload.get('errorType', 'error')}: {payload.get('error', 'no error message')}"
+    # Prometheus' message goes in `expected`, which InputError does not shorten.
+    expected = f"a successful answer, Prometheus said (HTTP {status}) {said}"
+    if status >= 500 and payload.get("errorType") != "timeout":
+        raise _Retryable(expected)
+    raise InputError(where, expected)
+
+
+# --- answers to series ------------------------------------------------------------------------
+
+Metric = tuple[tuple[str, str], ...]
+
+
+def _matrix(data: object, where: str) -> list[tuple[Metric, np.ndarray, np.ndarray]]:
+    """``(sorted labels, times, values)`` of each series of a ``matrix`` answer; ±Inf become NaN
+    so that ``normalise_points`` drops them with the NaN points."""
+    expected = 'a "matrix" answer of {"metric": {...}, "values": [[time, "value"], ...]} series'
+    if not isinstance(data, dict) or data.get("resultType") != "matrix":
+        found = data.get("resultType") if isinstance(data, dict) else data
+        raise InputError(where, expected, found)
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise InputError(where, expected, result)
+    rows = []
+    for item in result:
+        if not isinstance(item, dict) or not isinstance(item.get("metric"), dict):
+            raise InputError(where, expected, item)
+        if item.get("histograms"):
+            raise InputError(
+                where, "float samples (turn native histograms into numbers, e.g. histogram_sum)"
+            )
+        samples = item.get("values") or []
+        try:
+            times = np.array([sample[0] for sample in samples], dtype=np.float64)
+            values = np.array([sample[1] for sample in samples], dtype=np.float64)
+        except (TypeError, ValueError, IndexError, KeyError):
+            raise InputError(where, expected, item) from None
+        values[np.isinf(values)] = np.nan
+        metric = tuple(sorted((str(k), str(v)) for k, v in item["metric"].items()))
+        rows.append((metric, times, values))
+    return rows
+
+
+def _query_series(
+    query: PrometheusQuery,
+    points: dict[Metric, list[tuple[np.ndarray, np.ndarray]]],
+    where: str,
+) -> list[Series]:
+    """One ``Series`` per label set a query answered with, across all its requests."""
+    names = {dict(metric).get("__name__") for metric in points}
+    keep_name = len(names) > 1
+    series = []
+    for metric, parts in points.items():
+        labels = {k: v for k, v in metric if keep_name or k != "__name__"}
+        series_id = series_id_for(query.name, labels)
+        times, values = normalise_points(
+            np.concatenate([times for times, _ in parts]),
+            np.concatenate([values for _, values in parts]),
+            where=f"{where}: {series_id}",
+        )
+        if times.size:
+            series.append(Series(series_id, query.kind, times, values, query.unit, labels))
+    return sorted(series, key=lambda item: item.id)
+
+
+def series_id_for(name: str, labels: dict[str, str]) -> str:
+    """``name{a=1,b=2}`` with labels sorted by name; ``name`` alone when there are none."""
+    if not labels:
+        return name
+    return name + "{" + ",".join(f"{k}={labels[k]}" for k in sorted(labels)) + "}"
