@@ -15,7 +15,7 @@ _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604
 ISO_PREFIX = re.compile(
     r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)"
 )
-EPOCH_PREFIX = re.compile(r"^(\d{9,11}(?:\.\d+)?)(?![\d-])")
+EPOCH_PREFIX = re.compile(r"^(\d{9,11}(?:\.\d+)?)(?!\d)")
 
 
 def parse_time(value: object, where: str) -> float:
