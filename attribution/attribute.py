@@ -20,7 +20,7 @@ from regbot.attribution.frame_match import match_subroutines
 from regbot.attribution.gcpu_attribution import (
     Scope,
     TimeSplit,
-    attributed_share,
+    attributed_shares,
     service_wide_shares,
 )
 from regbot.attribution.model import Attribution, Commit, ModifiedSubroutine
@@ -112,8 +112,10 @@ def _gcpu_parts(
     if evidence.subroutine is None:
         return service_wide_shares(index, changes.modified, split)
     parts = [
-        attributed_share(index, evidence.subroutine, modified, split, scope).fraction
-        for modified in changes.modified
+        share.fraction
+        for share in attributed_shares(
+            index, evidence.subroutine, list(changes.modified), split, scope
+        )
     ]
     if all(p is None for p in parts):
         return parts

@@ -19,6 +19,13 @@ Which modified frames count (``scope``):
   one that made B slower; a caller that separates B's samples (Table 2's A, on one of B's
   call paths) still says which of them rose. Table 2 keeps its 80%.
 
+A deploy holds many changes, and FBDetect scores each alone. When two of them modified frames on
+the same stack (a tidy-up in the request handler B and a slower helper that B calls), both would
+be credited with that stack's rise, and an edit to B itself would always explain 100% of B's
+regression. regbot gives a stack's samples to the change whose counted frame is deepest on it,
+nearest to the code the sampled thread was running; changes tied on the same frame share it.
+With a single change this is exactly FBDetect's ℒ.
+
 The part is clipped to [0, 1]: ℒ can exceed ℛ when B's other samples fell, and a change whose
 samples fell has no claim. When ℛ ≤ 0 (B's share did not rise in the store, e.g. the regression
 came from another source's series) the part is not defined and None is returned.
@@ -68,6 +75,31 @@ def _rise(index: SampleIndex, mask: np.ndarray, split: TimeSplit) -> float:
     return after - before
 
 
+def attributed_shares(
+    index: SampleIndex,
+    subroutine: str,
+    modified_per_change: Sequence[Collection[str]],
+    split: TimeSplit,
+    scope: Scope = "informative",
+) -> list[AttributedShare]:
+    """ℒ/ℛ of each of a deploy's changes for a regression in ``subroutine`` (each change given
+    by the profile subroutines it modified). A stack on which several changes modified counted
+    frames goes to the change(s) whose frame is deepest (see the module docstring)."""
+    with_b = index.stacks_with(subroutine)
+    regression = _rise(index, with_b, split)
+    depths = [
+        _deepest_counted(index, subroutine, with_b, modified, split, scope)
+        for modified in modified_per_change
+    ]
+    best = np.max(depths, axis=0) if depths else np.zeros(0, np.int64)
+    shares = []
+    for modified, depth in zip(modified_per_change, depths, strict=True):
+        attributed = _rise(index, (depth >= 0) & (depth == best), split) if modified else 0.0
+        fraction = float(np.clip(attributed / regression, 0, 1)) if regression > 0 else None
+        shares.append(AttributedShare(regression, attributed, fraction))
+    return shares
+
+
 def attributed_share(
     index: SampleIndex,
     subroutine: str,
@@ -75,25 +107,34 @@ def attributed_share(
     split: TimeSplit,
     scope: Scope = "informative",
 ) -> AttributedShare:
-    """ℒ/ℛ for a regression in ``subroutine`` and a change that modified the profile
-    subroutines ``modified``."""
-    with_b = index.stacks_with(subroutine)
-    regression = _rise(index, with_b, split)
+    """ℒ/ℛ for a regression in ``subroutine`` and one change that modified the profile
+    subroutines ``modified`` (FBDetect's single-change case)."""
+    return attributed_shares(index, subroutine, [modified], split, scope)[0]
+
+
+def _deepest_counted(
+    index: SampleIndex,
+    subroutine: str,
+    with_b: np.ndarray,
+    modified: Collection[str],
+    split: TimeSplit,
+    scope: Scope,
+) -> np.ndarray:
+    """Per stack, the position of the deepest frame of ``modified`` that counts under
+    ``scope`` on a stack with B; -1 where none does."""
+    stacks = index.stack_of_position
+    depth = np.full(len(index.offsets) - 1, -1, dtype=np.int64)
     if not modified:
-        attributed = 0.0
-    elif scope == "stack":
-        attributed = _rise(index, with_b & _stacks_with_any(index, modified), split)
-    elif scope == "downstream":
-        attributed = _rise(index, index.stacks_with_any_below(subroutine, modified), split)
-    else:
-        separating = _separating(index, with_b, modified, split)
-        mask = index.stacks_with_any_below(subroutine, modified) | (
-            with_b & _stacks_with_any(index, separating)
-        )
-        attributed = _rise(index, mask, split)
-    if regression <= 0:
-        return AttributedShare(regression, attributed, None)
-    return AttributedShare(regression, attributed, float(np.clip(attributed / regression, 0, 1)))
+        return depth
+    counted = index.positions_of_any(modified)
+    if scope != "stack":
+        positions = np.arange(len(index.stack_frames), dtype=np.int64)
+        counted &= positions >= index.outermost_positions(subroutine)[stacks]
+        if scope == "informative":
+            counted |= index.positions_of_any(_separating(index, with_b, modified, split))
+    counted &= with_b[stacks]
+    np.maximum.at(depth, stacks[counted], np.flatnonzero(counted))
+    return depth
 
 
 def _stacks_with_any(index: SampleIndex, names: Collection[str]) -> np.ndarray:

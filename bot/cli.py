@@ -46,10 +46,17 @@ def _command_detect(args: argparse.Namespace, out: Console, err: Console) -> int
     return detect_command.run(args, out, err)
 
 
+def _command_run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from regbot.bot import run_command
+
+    return run_command.run(args, out, err)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Console, Console], int]] = {
     "ingest": _command_ingest,
     "gcpu": _command_gcpu,
     "detect": _command_detect,
+    "run": _command_run,
 }
 
 
@@ -92,6 +99,19 @@ def build_parser() -> argparse.ArgumentParser:
     detect.add_argument(
         "--no-state", action="store_true", help="do not read or write the state store"
     )
+    run = sub.add_parser(
+        "run", help="post-deploy job: detect, deduplicate, attribute to the deploy's commits"
+    )
+    run.add_argument("-c", "--config", type=Path, metavar="regbot.yml")
+    run.add_argument("--deploy", metavar="SHA", help="the deployed commit (default: HEAD)")
+    run.add_argument("--previous", metavar="SHA", help="the commit deployed before it")
+    run.add_argument("--deployed-at", metavar="T", help="when the deploy happened")
+    run.add_argument("--now", metavar="T", help="ignore data after this time")
+    run.add_argument("--workload", metavar="NAME", help="workload from the config or a preset")
+    run.add_argument(
+        "--dry-run", action="store_true", help="no PR comments and no gate status, only the report"
+    )
+    run.add_argument("-o", "--output", type=Path, metavar="OUT.json")
     return parser
 
 

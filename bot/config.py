@@ -164,6 +164,13 @@ def _words(value: object, where: str) -> frozenset[str]:
     return frozenset(_text(item, f"{where}[{i}]") for i, item in enumerate(value))
 
 
+def _percent(value: object, where: str) -> float:
+    number = _non_negative(value, where)
+    if number > 100:
+        raise InputError(where, "a score from 0 to 100", value)
+    return number
+
+
 def _one_of(value: object, where: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise InputError(where, "one of " + ", ".join(choices), value)
@@ -226,6 +233,7 @@ def _github_repository(value: object, where: str) -> str:
 
 
 MERGE_FEATURES = ("correlation", "text", "stack_overlap")
+GCPU_SCOPES = ("informative", "downstream", "stack")
 DEDUP_METHODS = ("fbdetect", "kdd18")
 
 
@@ -457,12 +465,22 @@ class AttributionWeights:
 @dataclass(frozen=True, slots=True)
 class AttributionSettings:
     """No candidate is named unless the top score reaches ``confidence_floor`` and leads the
-    second by ``top1_margin``; at most ``max_candidates`` are listed."""
+    second by ``top1_margin``; at most ``max_candidates`` are listed. ``scope``: which modified
+    frames gCPU attribution counts (``informative``, ``downstream`` or ``stack``, see
+    ``regbot.attribution.gcpu_attribution``); ``fuzzy_floor``: the rapidfuzz ratio (0-100) a
+    frame must reach to match a modified function by name alone; ``signal_kinds``: series kinds
+    that describe a set-up rather than performance (feature flags, config rollouts), used for
+    the correlation part and never run through detection."""
 
     weights: AttributionWeights = _nested(AttributionWeights)
     confidence_floor: float = _setting(0.5, _share)
     top1_margin: float = _setting(0.1, _share)
     max_candidates: int = _setting(3, _count)
+    scope: str = _setting("informative", lambda value, where: _one_of(value, where, GCPU_SCOPES))
+    fuzzy_floor: float = _setting(90.0, _percent)
+    signal_kinds: frozenset[str] = _setting(
+        frozenset({"feature_flag", "config", "rollout", "experiment"}), _words
+    )
 
 
 @dataclass(frozen=True, slots=True)

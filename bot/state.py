@@ -50,6 +50,12 @@ CREATE TABLE IF NOT EXISTS runs (
     run_at_s REAL NOT NULL,
     report TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS deploys (
+    sha TEXT PRIMARY KEY,
+    previous TEXT,
+    deployed_at_s REAL NOT NULL,
+    recorded_at_s REAL NOT NULL
+);
 """
 
 
@@ -132,6 +138,35 @@ class StateStore:
         return [
             json.loads(r[0]) for r in self._db.execute("SELECT report FROM runs ORDER BY rowid")
         ]
+
+    def deploy_time(self, sha: str) -> float | None:
+        """When the deploy of ``sha`` happened, from the deploy log (a sha prefix of at least
+        7 characters is enough)."""
+        row = self._db.execute(
+            "SELECT deployed_at_s FROM deploys WHERE sha = ? OR (length(?) >= 7 AND sha LIKE ? || '%')"
+            " ORDER BY deployed_at_s DESC LIMIT 1",
+            (sha, sha, sha),
+        ).fetchone()
+        return float(row[0]) if row else None
+
+    def previous_deploy(self, before_s: float) -> tuple[str, float] | None:
+        """The newest logged deploy before ``before_s``: its sha and time."""
+        row = self._db.execute(
+            "SELECT sha, deployed_at_s FROM deploys WHERE deployed_at_s < ?"
+            " ORDER BY deployed_at_s DESC LIMIT 1",
+            (before_s,),
+        ).fetchone()
+        return (str(row[0]), float(row[1])) if row else None
+
+    def record_deploy(
+        self, sha: str, previous: str | None, deployed_at_s: float, now_s: float
+    ) -> None:
+        with self._db:
+            self._db.execute(
+                "INSERT INTO deploys VALUES (?, ?, ?, ?) ON CONFLICT(sha) DO UPDATE SET"
+                " previous = excluded.previous, deployed_at_s = excluded.deployed_at_s",
+                (sha, previous, deployed_at_s, now_s),
+            )
 
     # -- writing -----------------------------------------------------------------------------
     def record_run(

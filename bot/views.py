@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from rich.markup import escape
 from rich.table import Table
 
 from regbot.bot.ingest import IngestSummary
@@ -100,7 +101,7 @@ def detection_table(report: dict) -> Table:
         p_value = r["p_value"]
         table.add_row(
             r["id"],
-            r["series"],
+            escape(r["series"]),
             r["detector"],
             format_time(r["change_time"]),
             f"{r['before']:.6g}",
@@ -111,6 +112,42 @@ def detection_table(report: dict) -> Table:
         )
     if not report["regressions"]:
         table.caption = "no regressions"
+    return table
+
+
+def attribution_table(report: dict) -> Table:
+    """Each reported regression's suspect commits (best first) with the score parts."""
+    table = Table(title="suspect commits", show_edge=False)
+    for name, justify in (
+        ("regression", "left"),
+        ("confidence", "left"),
+        ("commit", "left"),
+        ("PR", "right"),
+        ("title", "left"),
+        ("score", "right"),
+        ("gCPU attr.", "right"),
+        ("text", "right"),
+        ("corr.", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in report["regressions"]:
+        if not r["candidates"]:
+            table.add_row(r["id"], r["confidence"], "-", "", "no confident suspect", "", "", "", "")
+        for rank, c in enumerate(r["candidates"]):
+            parts = c["parts"]
+            table.add_row(
+                r["id"] if rank == 0 else "",
+                r["confidence"] if rank == 0 else "",
+                c["commit"][:10],
+                f"#{c['pull_request']}" if c["pull_request"] else "-",
+                escape(c["title"][:60]),
+                f"{c['score']:.2f}",
+                f"{parts['gcpu_attribution']:.0%}",
+                f"{parts['text_similarity']:.0%}",
+                f"{parts['correlation']:.0%}",
+            )
+    if not report["regressions"]:
+        table.caption = "no regressions to attribute"
     return table
 
 

@@ -156,17 +156,23 @@ class SampleIndex:
                 frame_mask[frame] = True
         return sub_mask[self.frame_subroutine[self.stack_frames]] | frame_mask[self.stack_frames]
 
+    def outermost_positions(self, name: str) -> np.ndarray:
+        """Per stack, the position (in ``stack_frames``) of the outermost frame of ``name``;
+        the largest int64 for stacks without it."""
+        target = self._position_mask(name)
+        outermost = np.full(len(self.offsets) - 1, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(outermost, self.stack_of_position[target], np.flatnonzero(target))
+        return outermost
+
     def stacks_with_any_below(self, name: str, others: Iterable[str]) -> np.ndarray:
         """Boolean mask over stacks: those containing ``name`` and one of ``others`` at or below
         its outermost occurrence (``name`` itself, or anything it transitively calls). A frame of
         ``others`` seen only above ``name`` (a caller) does not count."""
         n_stacks = len(self.offsets) - 1
         positions = np.arange(len(self.stack_frames), dtype=np.int64)
-        target = self._position_mask(name)
         other = self.positions_of_any(others)
         never = np.iinfo(np.int64).max
-        outermost = np.full(n_stacks, never, dtype=np.int64)
-        np.minimum.at(outermost, self.stack_of_position[target], positions[target])
+        outermost = self.outermost_positions(name)
         deepest_other = np.full(n_stacks, -1, dtype=np.int64)
         np.maximum.at(deepest_other, self.stack_of_position[other], positions[other])
         return (outermost != never) & (deepest_other >= outermost)

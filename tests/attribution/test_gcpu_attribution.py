@@ -9,6 +9,7 @@ import pytest
 from regbot.attribution.gcpu_attribution import (
     TimeSplit,
     attributed_share,
+    attributed_shares,
     service_wide_shares,
 )
 from regbot.profiles.folded import parse_folded
@@ -101,3 +102,18 @@ def test_service_wide_shares_for_series_without_a_subroutine(tmp_path: Path) -> 
     shares = service_wide_shares(index, [["a"], ["b"], ["c"], []], SPLIT)
     assert shares == pytest.approx([1.0, 0.25, 0.0, 0.0])
     assert service_wide_shares(index, [["c"]], SPLIT) == [None]
+
+
+def test_a_stack_goes_to_the_change_with_the_deepest_modified_frame(tmp_path: Path) -> None:
+    """A tidy-up in handle (the regressed function) and a slower compute below it: compute's
+    stacks carry the rise, so they go to the compute change, not to the edit of handle."""
+    before = "main;handle;compute 10\nmain;handle 10\nmain;idle 80\n"
+    after = "main;handle;compute 30\nmain;handle 10\nmain;idle 60\n"
+    index = index_of(tmp_path, before, after)
+    tidy, slower, both = attributed_shares(
+        index, "handle", [["handle"], ["compute"], ["compute"]], SPLIT
+    )
+    assert tidy.fraction == 0.0
+    assert slower.fraction == pytest.approx(1.0) and both.fraction == pytest.approx(1.0)
+    # Alone, the tidy-up would explain all of it (FBDetect's single-change ℒ).
+    assert attributed_share(index, "handle", ["handle"], SPLIT).fraction == pytest.approx(1.0)

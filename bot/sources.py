@@ -1,0 +1,118 @@
+"""The series of one run, from every configured source (SPEC §5 ``sources``): gCPU series from
+profiles, §2 series files, and Prometheus queries.
+
+Profiles may be a store made by ``regbot ingest`` (a folder holding ``manifest.json``) or profile
+files and folders. Files are ingested into a store kept beside the state database
+(``<state>.profiles/``), so a re-run reads each file once (the store's re-ingest rule), and the
+store is what attribution queries.
+
+Series whose kind is one of ``attribution.signal_kinds`` (feature flags, config rollouts) are set
+aside as signals for the correlation part; they describe a set-up, not performance, and are never
+run through detection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from regbot.attribution.signal_correlation import Signal, signal_names
+from regbot.bot.config import Config
+from regbot.bot.ingest import collect_profile_paths, ingest_profiles
+from regbot.errors import InputError
+from regbot.profiles.gcpu import build_gcpu
+from regbot.profiles.model import ParseOptions, Series
+from regbot.profiles.sample_index import SampleIndex
+from regbot.profiles.series_files import find_series_files, read_series_files
+from regbot.profiles.store import open_store
+
+
+@dataclass(frozen=True, slots=True)
+class RunSeries:
+    """What the sources gave for one run: performance series, signals, the profile index (None
+    without profiles) and, per source, how many series it gave (for missing-baseline checks)."""
+
+    series: list[Series]
+    signals: list[Signal]
+    index: SampleIndex | None
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def profile_store_dir(config: Config) -> Path:
+    """Where profile files named in the config are ingested."""
+    return config.state.with_name(config.state.name + ".profiles")
+
+
+def open_profiles(config: Config) -> SampleIndex | None:
+    """The sample index over the configured profiles: an existing store, or the files ingested
+    into the run's own store."""
+    stores = [p for p in config.sources.profiles if (p / "manifest.json").is_file()]
+    files = [p for p in config.sources.profiles if p not in stores]
+    if stores and files:
+        raise InputError(
+            "sources.profiles", "either one store made by `regbot ingest` or profile files"
+        )
+    if len(stores) > 1:
+        raise InputError("sources.profiles", "one sample store", ", ".join(map(str, stores)))
+    if stores:
+        store = open_store(stores[0])
+        return SampleIndex(store.table, store.records())
+    if not files:
+        return None
+    paths = collect_profile_paths(files)
+    if not paths:
+        return None
+    store_dir = profile_store_dir(config)
+    ingest_profiles(
+        paths,
+        store_dir,
+        bucket_width_s=int(config.profiles.bucket_s),
+        options=ParseOptions(sample_type=config.profiles.sample_type),
+    )
+    store = open_store(store_dir)
+    return SampleIndex(store.table, store.records())
+
+
+def _as_signal(series: Series) -> Signal:
+    return Signal(
+        series.id,
+        signal_names(series.id, series.labels),
+        np.asarray(series.timestamps_s, np.float64),
+        np.asarray(series.values, np.float64),
+    )
+
+
+def split_signals(
+    series: Sequence[Series], signal_kinds: frozenset[str]
+) -> tuple[list[Series], list[Signal]]:
+    """Performance series, and the signal series (by kind) for the correlation part."""
+    performance = [s for s in series if s.kind not in signal_kinds]
+    signals = [_as_signal(s) for s in series if s.kind in signal_kinds]
+    return performance, signals
+
+
+def gather_series(config: Config, start_s: float, end_s: float) -> RunSeries:
+    """Every source's series for ``[start_s, end_s]``."""
+    counts: dict[str, int] = {}
+    collected: list[Series] = []
+    index = open_profiles(config)
+    if index is not None:
+        gcpu = build_gcpu(index, floor=config.profiles.gcpu_floor).series()
+        collected += gcpu
+        counts["profiles"] = len(gcpu)
+    if config.sources.series:
+        files = find_series_files(config.sources.series)
+        read = read_series_files(files) if files else []
+        collected += read
+        counts["series"] = len(read)
+    if config.sources.prometheus is not None:
+        from regbot.bot.prometheus import fetch_prometheus_series
+
+        fetched = fetch_prometheus_series(config.sources.prometheus, start_s, end_s)
+        collected += fetched
+        counts["prometheus"] = len(fetched)
+    performance, signals = split_signals(collected, config.attribution.signal_kinds)
+    return RunSeries(performance, signals, index, counts)

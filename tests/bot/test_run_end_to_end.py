@@ -1,0 +1,214 @@
+"""End to end on a real program profiled by a real profiler: a small Python service in a real git
+repository (open loop: a fixed request rate, idle between requests, recorded with idle samples,
+so a slower function raises the service's CPU as in production), recorded by py-spy at two
+deploys; `regbot run` must find the function that got
+slower and name the commit that did it, above a decoy that touched the function calling it and
+says "compute" in its title, and a decoy that touched a sibling on the same stacks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from git_repo import GitRepo
+
+from regbot.bot.cli import main
+
+PY_SPY = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+RECORD_S = 14
+DEPLOY_1_AT = 1_800_000_000
+DEPLOY_2_AT = DEPLOY_1_AT + RECORD_S
+
+SERVICE = """\
+import sys
+import time
+
+
+def parse(n):
+    total = 0
+    for i in range(n):
+        total += i % 7
+    return total
+
+
+def compute(n):
+    total = 0
+    for i in range(n * ROUNDS):
+        total += (i * i) % 11
+    return total
+
+
+def render(x):
+    s = 0
+    for i in range(3000):
+        s += i ^ x
+    return s
+
+
+def handle_request(i):
+    a = parse(3000)
+    b = compute(3000)
+    return render(a + b + i)
+
+
+def main(seconds):
+    # Open loop: a fixed request rate, idle in between (a slower request costs CPU, not rate).
+    start = time.monotonic()
+    tick = 0
+    while tick * TICK_S < seconds:
+        for i in range(REQUESTS_PER_TICK):
+            handle_request(i)
+        tick += 1
+        time.sleep(max(0.0, start + tick * TICK_S - time.monotonic()))
+
+
+TICK_S = 0.02
+REQUESTS_PER_TICK = 10
+
+
+ROUNDS = 1
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]))
+"""
+
+
+def build_history(repo: GitRepo) -> dict[str, str]:
+    """Deploy 1 after three commits, deploy 2 after a PR merge and squashed PRs: the culprit
+    makes compute do three times the work; decoys touch handle_request (compute's only caller)
+    and render (a sibling), and a README."""
+    shas = {}
+    repo.commit("Initial service", {"app/service.py": SERVICE, "README.md": "svc\n"})
+    repo.commit(
+        "Add request loop timing (#1)",
+        {
+            "app/service.py": SERVICE.replace(
+                "    start = time.monotonic()", "    start = time.monotonic()  # wall clock"
+            )
+        },
+    )
+    shas["deploy_1"] = repo.commit("Document the service (#2)", {"README.md": "svc: demo\n"})
+    current = (repo.path / "app/service.py").read_text()
+    decoy_caller = current.replace(
+        "    b = compute(3000)\n",
+        "    # compute the checksum of the parsed payload\n    b = compute(3000)\n",
+    )
+    shas["merge"] = repo.merge_pull_request(
+        7,
+        "tidy-handler",
+        [("Explain the compute step in handle_request", {"app/service.py": decoy_caller})],
+    )
+    shas["decoy_caller"] = repo.git("rev-parse", "HEAD^2")
+    current = (repo.path / "app/service.py").read_text()
+    shas["decoy_sibling"] = repo.commit(
+        "Render: use xor folding for the response (#8)",
+        {"app/service.py": current.replace("        s += i ^ x\n", "        s += x ^ i\n")},
+    )
+    current = (repo.path / "app/service.py").read_text()
+    shas["culprit"] = repo.commit(
+        "Use more rounds for stronger checksums (#9)",
+        {
+            "app/service.py": current.replace(
+                "for i in range(n * ROUNDS):", "for i in range(n * ROUNDS * 3):"
+            )
+        },
+    )
+    shas["deploy_2"] = repo.commit("Update README (#10)", {"README.md": "svc: demo service\n"})
+    return shas
+
+
+RUN_SERVICE = (
+    "import runpy, sys; sys.argv = ['service', sys.argv[1]];"
+    " runpy.run_path('app/service.py', run_name='__main__')"
+)
+
+
+def record_both(repo: GitRepo, shas: dict[str, str], profiles: Path) -> None:
+    """Both deploys recorded at once, each from its own worktree, so load on the machine weighs
+    on both alike; the service runs by its relative path, so both write `app/service.py` as a
+    deployed service always writes the same path."""
+    running = []
+    for name, at in (("deploy_1", DEPLOY_1_AT), ("deploy_2", DEPLOY_2_AT)):
+        tree = repo.path.parent / name
+        repo.git("worktree", "add", "-q", "--detach", str(tree), shas[name])
+        out = profiles / f"{at}-web01.json"  # py-spy's chrometrace has offsets only
+        command = [
+            PY_SPY,
+            "record",
+            "--idle",
+            "-r",
+            "250",
+            "-f",
+            "chrometrace",
+            "-o",
+            str(out),
+            "--",
+            sys.executable,
+            "-c",
+            RUN_SERVICE,
+            str(RECORD_S),
+        ]
+        running.append(
+            subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        )
+    for process in running:
+        _, stderr = process.communicate(timeout=RECORD_S * 6)
+        assert process.returncode == 0, stderr.decode()
+
+
+@pytest.mark.skipif(PY_SPY is None, reason="py-spy (the test extra) is not installed")
+def test_run_names_the_commit_that_made_compute_slower(tmp_path: Path, capsys) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    shas = build_history(repo)
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    record_both(repo, shas, profiles)
+    config = tmp_path / "regbot.yml"
+    config.write_text(
+        "repository: {path: repo}\n"
+        "sources: {profiles: [profiles/]}\n"
+        "profiles: {bucket: 1s}\n"
+        "workloads:\n"
+        "  default:\n"
+        "    threshold: {relative: 0.05}\n"
+        f"    windows: {{historical: {RECORD_S}s, analysis: {RECORD_S - 4}s, extended: 4s}}\n"
+        "state: state/regbot.db\n"
+    )
+    out_json = tmp_path / "report.json"
+    code = main(
+        [
+            "run",
+            "-c",
+            str(config),
+            "--deploy",
+            shas["deploy_2"],
+            "--previous",
+            shas["deploy_1"],
+            "--deployed-at",
+            str(DEPLOY_2_AT),
+            "--dry-run",
+            "-o",
+            str(out_json),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out_json.read_text())
+    by_series = {r["series"].split(" (")[0]: r for r in report["regressions"]}
+    assert "gcpu:compute" in by_series, sorted(by_series)
+    regression = by_series["gcpu:compute"]
+    assert regression["relative_delta"] > 0.3
+    assert regression["confidence"] == "high"
+    assert regression["candidates"][0]["commit"] == shas["culprit"]
+    assert regression["candidates"][0]["pull_request"] == 9
+    assert regression["candidates"][0]["parts"]["gcpu_attribution"] > 0.9
+    ranking = [c["commit"] for c in regression["ranking"]]
+    assert ranking.index(shas["culprit"]) < ranking.index(shas["decoy_caller"])
+    assert ranking.index(shas["culprit"]) < ranking.index(shas["decoy_sibling"])
+    decoy = next(c for c in regression["ranking"] if c["commit"] == shas["decoy_caller"])
+    assert decoy["pull_request"] == 7
+    assert shas["merge"] not in ranking  # merge commits are not candidates
+    assert report["deploy"]["commits"] == 5
