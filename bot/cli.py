@@ -52,11 +52,32 @@ def _command_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     return run_command.run(args, out, err)
 
 
+def _command_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from regbot.bot import explain_command
+
+    return explain_command.run(args, out, err)
+
+
+def _command_feedback(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from regbot.bot import feedback_command
+
+    return feedback_command.run(args, out, err)
+
+
+def _command_demo(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from regbot.bot import demo_command
+
+    return demo_command.run(args, out, err)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Console, Console], int]] = {
     "ingest": _command_ingest,
     "gcpu": _command_gcpu,
     "detect": _command_detect,
     "run": _command_run,
+    "explain": _command_explain,
+    "feedback": _command_feedback,
+    "demo": _command_demo,
 }
 
 
@@ -112,6 +133,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="no PR comments and no gate status, only the report"
     )
     run.add_argument("-o", "--output", type=Path, metavar="OUT.json")
+    run.add_argument(
+        "--summary",
+        type=Path,
+        metavar="FILE",
+        help="append the job summary (markdown) here (default: $GITHUB_STEP_SUMMARY when set)",
+    )
+
+    explain = sub.add_parser("explain", help="everything regbot knows about one regression")
+    explain.add_argument("regression_id", metavar="REGRESSION_ID")
+    explain.add_argument("--state", type=Path, metavar="PATH", help="state database")
+    explain.add_argument("-c", "--config", type=Path, metavar="regbot.yml")
+    explain.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+    feedback = sub.add_parser("feedback", help="false-positive feedback read from PR comments")
+    feedback.add_argument("--state", type=Path, metavar="PATH", help="state database")
+    feedback.add_argument("-c", "--config", type=Path, metavar="regbot.yml")
+    feedback.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+    demo = sub.add_parser("demo", help="the whole post-deploy pipeline on a built-in scenario")
+    demo.add_argument(
+        "--dir", type=Path, metavar="DIR", help="build the scenario here (default: a temp dir)"
+    )
+    demo.add_argument("--seed", type=int, default=7, help="scenario seed (default 7)")
     return parser
 
 
