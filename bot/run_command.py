@@ -1,18 +1,47 @@
 """`regbot run`: the post-deploy job. Series for the deploy's release window from the configured
 sources, detection and dedup, attribution of each remaining regression to the commits of
-``previous..deploy`` (FBDetect §5.6), the SPEC §4 report, and the state store.
+``previous..deploy`` (FBDetect §5.6), missing baselines, the gate, the SPEC §4 report, the state
+store, and — unless ``--dry-run`` — the PR comments and the gate on GitHub.
 
 Which deploy: ``--deploy`` (default: the repository's HEAD). When it happened: ``--deployed-at``,
 else the state's deploy log. What it replaced: ``--previous``, else the newest logged deploy
 before it. Every run logs its deploy, so after the first run of a service only the sha is needed.
+
+Order of a publishing run (not ``--dry-run``, ``repository.github`` set; otherwise stderr says
+that publishing is off and why):
+
+1. the feedback on regbot's earlier comments is read and recorded
+   (:mod:`regbot.bot.feedback_command`); groups marked false positive are annotated in the
+   report and not commented on again (a GitHub failure here stops the run before anything is
+   analysed or recorded);
+2. detection, dedup and attribution; the missing baselines (:mod:`regbot.bot.baseline`, in the
+   report as ``missing_baseline``) and the gate decision (:mod:`regbot.bot.gate`, ``gate``);
+3. the run is recorded in the state *before* anything is published, so a publishing failure
+   loses nothing: the next run dedups against it and upserts the same comments;
+4. comments (:mod:`regbot.bot.publish`; ``comments`` and ``comments_skipped`` in the report),
+   then the gate on the deploy commit (check run, or commit status fallback; ``gate.published_as``);
+5. the stored report is updated with what was published, and the JSON report (``-o``) and the
+   job summary (``--summary``, default ``$GITHUB_STEP_SUMMARY``, appended) are written — also
+   when publishing failed, with ``publishing.error`` saying what failed.
+
+Exit codes: 2 for bad input or configuration and for a GitHub failure (the one-line message of
+the failed call, naming the missing permission when GitHub refused); otherwise 1 when the gate
+is ``failure`` and 0 when not. ``--dry-run`` never exits 1: it is "show me, change nothing" (the
+report still carries the gate decision with ``"enforced": false``). A run without ``--dry-run``
+and without ``repository.github`` enforces the gate through the exit code alone, which is how a
+CI job without a token gates a deploy. A missing baseline prints a one-line warning on stderr.
+
+``REGBOT_GITHUB_RETRY_SCALE`` (a number ≥ 0) scales the GitHub client's retry waits (tests set 0).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -30,9 +59,23 @@ from regbot.attribution.changes import read_change_set, resolve_revision
 from regbot.attribution.model import Attribution, ScoredCommit
 from regbot.attribution.rank import RankSettings
 from regbot.attribution.stack_paths import heaviest_paths
+from regbot.bot.baseline import MissingBaseline, find_missing_baselines, missing_names
+from regbot.bot.comment import render_summary
 from regbot.bot.config import Config, load_config
 from regbot.bot.dedup_context import build_dedup_context
 from regbot.bot.detect_command import dedup_settings
+from regbot.bot.feedback_command import annotate_report, collect_feedback
+from regbot.bot.gate import GateDecision, decide_gate
+from regbot.bot.github_api import GitHubClient, GitHubError
+from regbot.bot.markdown_safe import inline
+from regbot.bot.publish import (
+    PublishingPlan,
+    PublishResult,
+    open_client,
+    publish_comments,
+    publish_gate,
+    publishing_plan,
+)
 from regbot.bot.sources import RunSeries, gather_series
 from regbot.bot.state import StateStore, open_state
 from regbot.bot.views import attribution_table, detection_table, funnel_line
@@ -46,6 +89,7 @@ from regbot.profiles.sample_index import SampleIndex
 from regbot.timefmt import parse_time
 
 RANKED_IN_REPORT = 10  # the ranking kept for `regbot explain` beyond the named candidates
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 
 def attribution_settings(config: Config) -> AttributionSettings:
@@ -193,15 +237,164 @@ def analyse(
     return report, dedup.groups, by_id
 
 
+def missing_baselines(
+    config: Config, run_series: RunSeries, windows: WindowBounds, now_s: float | None
+) -> list[MissingBaseline]:
+    """The run's missing baselines: the profiles' gCPU series judged as one source by the sample
+    store's buckets, every other series on its own (:mod:`regbot.bot.baseline`)."""
+    sources = config.sources
+    configured = [
+        name
+        for name, on in (
+            ("profiles", bool(sources.profiles)),
+            ("series", bool(sources.series)),
+            ("prometheus", sources.prometheus is not None),
+        )
+        if on
+    ]
+    index = run_series.index
+    buckets = None
+    profile_ids: set[str] = set()
+    if index is not None:
+        buckets = np.asarray(index.bucket_times_s, np.float64)
+        if now_s is not None:
+            buckets = buckets[buckets <= now_s]
+        profile_ids = {f"gcpu:{name}" for name in index.subroutines}
+    judged = [s for s in run_series.series if not (s.kind == "gcpu" and s.id in profile_ids)]
+    return find_missing_baselines(
+        configured, run_series.counts, judged, windows, profile_buckets_s=buckets
+    )
+
+
+def series_points(by_id: Mapping[str, Candidate]) -> dict[str, list[tuple[float, float]]]:
+    """Each reported regression's series within the run's windows, in the series' own direction
+    (the detection candidate holds oriented values), for the comment's chart."""
+    return {
+        rid: [
+            (float(t), float(c.sign * v))
+            for t, v in zip(np.asarray(c.times_s), np.asarray(c.values))
+        ]
+        for rid, c in by_id.items()
+    }
+
+
+def _summary_path(args: argparse.Namespace) -> Path | None:
+    if getattr(args, "summary", None) is not None:
+        return Path(args.summary)
+    from_env = os.environ.get(STEP_SUMMARY_ENV, "").strip()
+    return Path(from_env) if from_env else None
+
+
+def job_summary(report: dict, decision: GateDecision) -> str:
+    """The job summary: the report's missing baselines, funnel and regressions
+    (``render_summary``), the gate's state, title and policy (its full summary is the check
+    run's), and what was published."""
+    text = render_summary(report, missing=missing_names(report.get("missing_baseline", [])))
+    text += f"\n### Gate: {decision.state}\n\n**{inline(decision.title, 300)}**\n\n"
+    text += f"{decision.policy}\n"
+    if decision.failing:
+        text += f"\nFailing: {', '.join(f'`{rid}`' for rid in decision.failing[:50])}\n"
+    comments = report.get("comments") or []
+    if comments:
+        text += "\n### PR comments\n\n" + "".join(
+            f"- #{c['pull_request']}: {c['outcome']} ({c['url']})\n" for c in comments
+        )
+    skipped = report.get("comments_skipped") or []
+    if skipped:
+        text += f"\n{len(skipped)} comment(s) not posted; see `comments_skipped` in the report.\n"
+    error = (report.get("publishing") or {}).get("error")
+    if error:
+        text += f"\n**Publishing failed**: {inline(str(error), 500)}\n"
+    return text
+
+
+def _write_outputs(
+    args: argparse.Namespace, report: dict, decision: GateDecision, err: Console
+) -> None:
+    if args.output is not None:
+        payload = json.dumps(report, indent=2, allow_nan=False).encode()
+        write_atomic(args.output, lambda handle: handle.write(payload))
+        err.print(f"wrote {args.output}", highlight=False)
+    summary_path = _summary_path(args)
+    if summary_path is not None:
+        try:
+            with summary_path.open("a", encoding="utf-8") as handle:
+                handle.write(job_summary(report, decision))
+        except OSError as error:
+            raise InputError(
+                str(summary_path), "a writable job summary file", error.strerror
+            ) from None
+
+
+def _print_outcome(report: dict, err: Console) -> None:
+    for c in report.get("comments", []):
+        err.print(
+            f"comment {c['outcome']} on #{c['pull_request']}: {c['url']}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    for skipped in report.get("comments_skipped", []):
+        pr = f" on #{skipped['pull_request']}" if skipped["pull_request"] else ""
+        err.print(
+            f"no comment for {skipped['regression']}{pr}: {skipped['reason']}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    gate = report["gate"]
+    if gate.get("published_as"):
+        where = f" (set as a {gate['published_as'].replace('_', ' ')})"
+    elif not gate.get("enforced"):
+        where = " (dry run: not set on GitHub, exit code unaffected)"
+    else:
+        where = " (not set on GitHub: publishing is off; the exit code follows it)"
+    err.print(
+        f"gate {gate['name']}: {gate['state']} — {gate['title']}{where}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """``regbot run`` (module docstring)."""
     config = load_config(args.config)
+    plan = publishing_plan(config, bool(args.dry_run))
+    if not plan.enabled:
+        err.print(f"publishing is off: {plan.reason}", markup=False, highlight=False)
+    client = open_client(config) if plan.enabled else None
+    try:
+        return _run(args, config, plan, client, out, err)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _run(
+    args: argparse.Namespace,
+    config: Config,
+    plan: PublishingPlan,
+    client: GitHubClient | None,
+    out: Console,
+    err: Console,
+) -> int:
     with open_state(config.state) as state:
         deploy, previous, deployed_at = _deploy_window(args, config, state)
+        if client is not None:
+            new = collect_feedback(client, state, time.time())
+            if new:
+                err.print(
+                    f"recorded {len(new)} new false-positive feedback entr"
+                    f"{'y' if len(new) == 1 else 'ies'} (see `regbot feedback`)",
+                    markup=False,
+                    highlight=False,
+                )
         workload = config.workload(args.workload or "default")
         windows = WindowBounds.starting_at(deployed_at, workload.windows)
         run_series = gather_series(config, windows.historical_start_s, windows.end_s)
-        if args.now is not None:
-            now_s = parse_time(args.now, "--now")
+        now_s = parse_time(args.now, "--now") if args.now is not None else None
+        if now_s is not None:
             run_series = RunSeries(
                 cut_at(run_series.series, now_s),
                 run_series.signals,
@@ -212,7 +405,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         changes = prepare_changes(
             commits, run_series.index, attribution_settings(config).fuzzy_floor
         )
-        report, groups, _ = analyse(config, run_series, windows, changes, state, args.workload)
+        report, groups, by_id = analyse(config, run_series, windows, changes, state, args.workload)
         report["deploy"] = {
             "sha": deploy,
             "previous": previous,
@@ -221,14 +414,64 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             "dry_run": bool(args.dry_run),
         }
         report["sources"] = dict(run_series.counts)
+        report["missing_baseline"] = [
+            m.to_json() for m in missing_baselines(config, run_series, windows, now_s)
+        ]
+        flagged = state.false_positive_groups()
+        annotate_report(report, flagged)
+        decision = decide_gate(report, config.gate)
+        enforced = not args.dry_run
+        report["gate"] = {
+            "name": config.gate.name,
+            **decision.to_json(),
+            "enforced": enforced,
+            "published_as": None,
+        }
+        report["publishing"] = {"enabled": plan.enabled, "reason": plan.reason}
+        report["comments"] = []
+        report["comments_skipped"] = []
         run_at = time.time()
-        state.record_run(run_at, report, groups, report["regressions"])
+        run_id = state.record_run(run_at, report, groups, report["regressions"])
         state.record_deploy(deploy, previous, deployed_at, run_at)
-    out.print(detection_table(report))
-    out.print(attribution_table(report))
-    out.print(funnel_line(report["funnel"]), highlight=False)
-    if args.output is not None:
-        payload = json.dumps(report, indent=2, allow_nan=False).encode()
-        write_atomic(args.output, lambda handle: handle.write(payload))
-        err.print(f"wrote {args.output}", highlight=False)
+        out.print(detection_table(report))
+        out.print(attribution_table(report))
+        out.print(funnel_line(report["funnel"]), highlight=False)
+        if decision.warning is not None:
+            err.print(
+                f"regbot: warning: {decision.warning}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+        published = PublishResult()
+        try:
+            if client is not None:
+                try:
+                    publish_comments(
+                        client,
+                        report,
+                        points=series_points(by_id),
+                        policy=config.github.comments,
+                        repository=config.repository.github,
+                        state=state,
+                        now_s=run_at,
+                        flagged_groups=flagged,
+                        result=published,
+                    )
+                finally:
+                    report["comments"] = [c.to_json() for c in published.comments]
+                    report["comments_skipped"] = [c.to_json() for c in published.skipped]
+                report["gate"]["published_as"] = publish_gate(
+                    client, deploy, config.gate.name, decision
+                )
+        except GitHubError as error:
+            report["publishing"]["error"] = str(error)
+            raise
+        finally:
+            state.update_run_report(run_id, report)
+            _write_outputs(args, report, decision, err)
+    _print_outcome(report, err)
+    if enforced and decision.state == "failure":
+        err.print(f"regbot: gate failed: {decision.title}", markup=False, highlight=False)
+        return 1
     return 0

@@ -1,10 +1,16 @@
-"""The state store (SPEC §5 `state`): regressions, dedup groups and runs, kept across runs in
-SQLite.
+"""The state store (SPEC §5 `state`): regressions, dedup groups, runs, the deploy log, the PR
+comments regbot posted and the feedback read from them, kept across runs in SQLite.
 
 One run's writes are one transaction: a run that fails leaves the store as it was. Arrays
 (a group member's series around its change, its stack share) are stored as little-endian
 float64/int64 blobs. The reports of past runs are kept whole, so `regbot explain` can show any
-regression, filtered ones included.
+regression, filtered ones included; a run's report is recorded before regbot publishes anything
+and updated afterwards with what was published (``update_run_report``).
+
+Comments are keyed by (dedup group, pull request): one comment per pair, as on GitHub.
+Feedback rows are unique per (group, pull request, user, kind, source): the source is the
+regbot comment a 👎 was given to, or the reply that carried ``/regbot false-positive``, so
+reading the same reactions and replies again records nothing new.
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -56,6 +63,29 @@ CREATE TABLE IF NOT EXISTS deploys (
     deployed_at_s REAL NOT NULL,
     recorded_at_s REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS comments (
+    group_id TEXT NOT NULL,
+    pull_request INTEGER NOT NULL,
+    comment_id INTEGER NOT NULL,
+    url TEXT NOT NULL,
+    regression_id TEXT NOT NULL,
+    posted_at_s REAL NOT NULL,
+    body_sha256 TEXT NOT NULL,
+    updated_at_s REAL NOT NULL,
+    PRIMARY KEY (group_id, pull_request)
+);
+CREATE TABLE IF NOT EXISTS feedback (
+    regression_id TEXT NOT NULL,
+    group_id TEXT NOT NULL,
+    pull_request INTEGER NOT NULL,
+    user TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('reaction', 'command')),
+    reason TEXT NOT NULL,
+    at_s REAL NOT NULL,
+    source_id INTEGER NOT NULL,
+    comment_id INTEGER NOT NULL,
+    UNIQUE (group_id, pull_request, user, kind, source_id)
+);
 """
 
 
@@ -71,6 +101,43 @@ class StoredRegression:
     first_seen_s: float
     last_seen_s: float
     entry: dict
+
+
+@dataclass(frozen=True, slots=True)
+class StoredComment:
+    """A PR comment regbot posted about dedup group ``group_id``: ``posted_at_s`` is when it was
+    first posted (GitHub's creation time when known), ``updated_at_s`` when regbot last wrote or
+    confirmed it, ``body_sha256`` the hash of the body last written."""
+
+    group_id: str
+    pull_request: int
+    comment_id: int
+    url: str
+    regression_id: str
+    posted_at_s: float
+    body_sha256: str
+    updated_at_s: float
+
+
+FeedbackKind = Literal["reaction", "command"]
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackEntry:
+    """One "false positive" from a developer: a 👎 on regbot's comment (``kind="reaction"``,
+    ``source_id`` = that comment) or a ``/regbot false-positive [reason]`` reply
+    (``kind="command"``, ``source_id`` = the reply). ``comment_id`` is regbot's comment it is
+    about; ``at_s`` the reply's time, or for a reaction when regbot first saw it."""
+
+    regression_id: str
+    group_id: str
+    pull_request: int
+    user: str
+    kind: FeedbackKind
+    reason: str
+    at_s: float
+    source_id: int
+    comment_id: int
 
 
 class StateStore:
@@ -158,6 +225,42 @@ class StateStore:
         ).fetchone()
         return (str(row[0]), float(row[1])) if row else None
 
+    def comments(self) -> list[StoredComment]:
+        """Every comment regbot recorded, by pull request then group."""
+        rows = self._db.execute(
+            "SELECT group_id, pull_request, comment_id, url, regression_id, posted_at_s,"
+            " body_sha256, updated_at_s FROM comments ORDER BY pull_request, group_id"
+        )
+        return [StoredComment(*row) for row in rows]
+
+    def comment(self, group_id: str, pull_request: int) -> StoredComment | None:
+        row = self._db.execute(
+            "SELECT group_id, pull_request, comment_id, url, regression_id, posted_at_s,"
+            " body_sha256, updated_at_s FROM comments WHERE group_id = ? AND pull_request = ?",
+            (group_id, pull_request),
+        ).fetchone()
+        return StoredComment(*row) if row else None
+
+    def feedback(self, group_id: str | None = None) -> list[FeedbackEntry]:
+        """Recorded feedback (of one group, or all), oldest first."""
+        query = (
+            "SELECT regression_id, group_id, pull_request, user, kind, reason, at_s, source_id,"
+            " comment_id FROM feedback"
+        )
+        params: tuple = ()
+        if group_id is not None:
+            query += " WHERE group_id = ?"
+            params = (group_id,)
+        rows = self._db.execute(query + " ORDER BY at_s, rowid", params)
+        return [FeedbackEntry(*row) for row in rows]
+
+    def false_positive_groups(self) -> dict[str, tuple[str, ...]]:
+        """Group id → the users who marked it a false positive (sorted, each once)."""
+        users: dict[str, set[str]] = {}
+        for group_id, user in self._db.execute("SELECT group_id, user FROM feedback"):
+            users.setdefault(group_id, set()).add(user)
+        return {group: tuple(sorted(names)) for group, names in sorted(users.items())}
+
     def record_deploy(
         self, sha: str, previous: str | None, deployed_at_s: float, now_s: float
     ) -> None:
@@ -169,18 +272,57 @@ class StateStore:
             )
 
     # -- writing -----------------------------------------------------------------------------
+    def record_comment(self, comment: StoredComment) -> None:
+        """Insert or update the comment of (group, pull request); an update keeps the first
+        ``posted_at_s`` (replies are read from when the comment first appeared)."""
+        with self._db:
+            self._db.execute(
+                "INSERT INTO comments VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(group_id, pull_request) DO UPDATE SET"
+                " comment_id = excluded.comment_id, url = excluded.url,"
+                " regression_id = excluded.regression_id, body_sha256 = excluded.body_sha256,"
+                " updated_at_s = excluded.updated_at_s,"
+                " posted_at_s = CASE WHEN comments.comment_id = excluded.comment_id"
+                " THEN comments.posted_at_s ELSE excluded.posted_at_s END",
+                astuple(comment),
+            )
+
+    def record_feedback(self, entries: Iterable[FeedbackEntry]) -> list[FeedbackEntry]:
+        """Record feedback in one transaction; returns the entries that were new (an entry
+        already recorded, by group, pull request, user, kind and source, is skipped)."""
+        new = []
+        with self._db:
+            for entry in entries:
+                cursor = self._db.execute(
+                    "INSERT OR IGNORE INTO feedback VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    astuple(entry),
+                )
+                if cursor.rowcount:
+                    new.append(entry)
+        return new
+
+    def update_run_report(self, run_id: int, report: dict) -> None:
+        """Replace the stored report of run ``run_id`` (what ``record_run`` returned)."""
+        with self._db:
+            self._db.execute(
+                "UPDATE runs SET report = ? WHERE rowid = ?", (json.dumps(report), run_id)
+            )
+
     def record_run(
         self,
         run_at_s: float,
         report: dict,
         groups: Iterable[Group],
         regressions: Iterable[dict],
-    ) -> None:
+    ) -> int:
         """Store one run in one transaction: its report, every group touched (members replaced),
         and its regressions (``regressions`` are SPEC §4 entries with ``id``, ``series``,
-        ``detector``, ``change_time`` and ``group``)."""
+        ``detector``, ``change_time`` and ``group``). Returns the run's id."""
         with self._db:
-            self._db.execute("INSERT INTO runs VALUES (?, ?)", (run_at_s, json.dumps(report)))
+            cursor = self._db.execute(
+                "INSERT INTO runs VALUES (?, ?)", (run_at_s, json.dumps(report))
+            )
+            run_id = int(cursor.lastrowid or 0)
             for group in groups:
                 self._db.execute("DELETE FROM group_members WHERE group_id = ?", (group.id,))
                 self._db.executemany(
@@ -203,6 +345,7 @@ class StateStore:
                         json.dumps(entry),
                     ),
                 )
+        return run_id
 
 
 def _member_row(group_id: str, position: int, m: GroupMember) -> tuple:
