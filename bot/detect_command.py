@@ -4,14 +4,13 @@ regressions and groups into the state store."""
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import replace
 
 from rich.console import Console
 
 from regbot import __version__
-from regbot.atomic import write_atomic
+from regbot.atomic import write_json_atomic
 from regbot.bot.config import Config, load_config
 from regbot.bot.dedup_context import build_dedup_context, open_profile_index
 from regbot.bot.state import open_state
@@ -88,7 +87,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     out.print(detection_table(report))
     out.print(funnel_line(report["funnel"]), highlight=False)
     if args.output is not None:
-        payload = json.dumps(report, indent=2, allow_nan=False).encode()
-        write_atomic(args.output, lambda handle: handle.write(payload))
+        write_json_atomic(args.output, report)
         err.print(f"wrote {args.output}", highlight=False)
     return 0

@@ -37,7 +37,6 @@ CI job without a token gates a deploy. A missing baseline prints a one-line warn
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -47,7 +46,7 @@ import numpy as np
 from rich.console import Console
 
 from regbot import __version__
-from regbot.atomic import write_atomic
+from regbot.atomic import write_json_atomic
 from regbot.attribution.attribute import (
     AttributionSettings,
     DeployChanges,
@@ -312,8 +311,7 @@ def _write_outputs(
     args: argparse.Namespace, report: dict, decision: GateDecision, err: Console
 ) -> None:
     if args.output is not None:
-        payload = json.dumps(report, indent=2, allow_nan=False).encode()
-        write_atomic(args.output, lambda handle: handle.write(payload))
+        write_json_atomic(args.output, report)
         err.print(f"wrote {args.output}", highlight=False)
     summary_path = _summary_path(args)
     if summary_path is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -41,3 +42,9 @@ def _file_mode(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def write_json_atomic(path: Path, document: object) -> None:
+    """``document`` as indented JSON (no NaN or infinity, which JSON does not have), atomically."""
+    payload = json.dumps(document, indent=2, allow_nan=False).encode()
+    write_atomic(path, lambda handle: handle.write(payload))
