@@ -197,12 +197,29 @@ def test_run_names_the_commit_that_made_compute_slower(tmp_path: Path, capsys) -
     )
     assert code == 0, capsys.readouterr().err
     report = json.loads(out_json.read_text())
+    seen = json.dumps(
+        {
+            "regressions": [
+                (
+                    r["series"],
+                    r["before"],
+                    r["after"],
+                    r["confidence"],
+                    [(c["title"], c["score"], c["parts"]) for c in r.get("ranking", [])],
+                )
+                for r in report["regressions"]
+            ],
+            "filtered": [(r["series"], r["before"], r["after"]) for r in report["filtered"]],
+            "funnel": report["funnel"],
+        },
+        indent=1,
+    )
     by_series = {r["series"].split(" (")[0]: r for r in report["regressions"]}
-    assert "gcpu:compute" in by_series, sorted(by_series)
+    assert "gcpu:compute" in by_series, seen
     regression = by_series["gcpu:compute"]
     assert regression["relative_delta"] > 0.3
-    assert regression["confidence"] == "high"
-    assert regression["candidates"][0]["commit"] == shas["culprit"]
+    assert regression["confidence"] == "high", seen
+    assert regression["candidates"][0]["commit"] == shas["culprit"], seen
     assert regression["candidates"][0]["pull_request"] == 9
     assert regression["candidates"][0]["parts"]["gcpu_attribution"] > 0.9
     ranking = [c["commit"] for c in regression["ranking"]]
