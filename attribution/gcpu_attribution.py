@@ -32,8 +32,14 @@ came from another source's series) the part is not defined and None is returned.
 
 Series that are not gCPU series (latency, throughput...) have no B. For them the part is the
 change's share of the service-wide CPU rise among the deploy's changes: each change's
-ℒ = rise in the share of samples containing any subroutine it modified, clipped at 0, divided by
-the largest such rise over the changes (None when no change's samples rose).
+ℒ = rise in the share of the samples it owns (stacks where its modified frame is the deepest of
+any change's), clipped at 0, divided by the largest such rise over the changes (None when no
+change's samples rose).
+
+Under ``"informative"``, when no change touched B, what it calls or a separating caller, the
+callers on every one of B's stacks are all the evidence left: the part is then computed as
+under ``"stack"`` (the deepest such caller owns the stacks), so a change that makes B's only
+caller call it more often is still found.
 """
 
 from __future__ import annotations
@@ -87,17 +93,38 @@ def attributed_shares(
     frames goes to the change(s) whose frame is deepest (see the module docstring)."""
     with_b = index.stacks_with(subroutine)
     regression = _rise(index, with_b, split)
+    attributed = _owned_rises(index, subroutine, with_b, modified_per_change, split, scope)
+    if scope == "informative" and not any(a > 0 for a in attributed):
+        # No change touched B, its callees or a caller that separates its samples: the callers
+        # on every one of B's stacks are all that is left, and the deepest of them takes it.
+        attributed = _owned_rises(index, subroutine, with_b, modified_per_change, split, "stack")
+    shares = []
+    for a in attributed:
+        fraction = float(np.clip(a / regression, 0, 1)) if regression > 0 else None
+        shares.append(AttributedShare(regression, a, fraction))
+    return shares
+
+
+def _owned_rises(
+    index: SampleIndex,
+    subroutine: str | None,
+    with_b: np.ndarray,
+    modified_per_change: Sequence[Collection[str]],
+    split: TimeSplit,
+    scope: Scope,
+) -> list[float]:
+    """Each change's rise over the stacks it owns: those where its counted frame is deepest."""
     depths = [
         _deepest_counted(index, subroutine, with_b, modified, split, scope)
         for modified in modified_per_change
     ]
-    best = np.max(depths, axis=0) if depths else np.zeros(0, np.int64)
-    shares = []
-    for modified, depth in zip(modified_per_change, depths, strict=True):
-        attributed = _rise(index, (depth >= 0) & (depth == best), split) if modified else 0.0
-        fraction = float(np.clip(attributed / regression, 0, 1)) if regression > 0 else None
-        shares.append(AttributedShare(regression, attributed, fraction))
-    return shares
+    if not depths:
+        return []
+    best = np.max(depths, axis=0)
+    return [
+        _rise(index, (depth >= 0) & (depth == best), split) if modified else 0.0
+        for modified, depth in zip(modified_per_change, depths, strict=True)
+    ]
 
 
 def attributed_share(
@@ -114,7 +141,7 @@ def attributed_share(
 
 def _deepest_counted(
     index: SampleIndex,
-    subroutine: str,
+    subroutine: str | None,
     with_b: np.ndarray,
     modified: Collection[str],
     split: TimeSplit,
@@ -127,7 +154,7 @@ def _deepest_counted(
     if not modified:
         return depth
     counted = index.positions_of_any(modified)
-    if scope != "stack":
+    if scope != "stack" and subroutine is not None:
         positions = np.arange(len(index.stack_frames), dtype=np.int64)
         counted &= positions >= index.outermost_positions(subroutine)[stacks]
         if scope == "informative":
@@ -155,14 +182,14 @@ def _separating(
 def service_wide_shares(
     index: SampleIndex, modified_per_change: Sequence[Collection[str]], split: TimeSplit
 ) -> list[float | None]:
-    """For a regression without a subroutine: each change's rise in the share of samples that
-    contain one of its modified subroutines, relative to the largest rise among the changes."""
-    rises = []
-    for modified in modified_per_change:
-        if not modified:
-            rises.append(0.0)
-            continue
-        rises.append(max(0.0, _rise(index, _stacks_with_any(index, modified), split)))
+    """For a regression without a subroutine: each change's rise over the stacks it owns (its
+    modified frame is the deepest of any change's on them), relative to the largest such rise
+    among the changes; None for all when no change's stacks rose."""
+    every_stack = np.ones(len(index.offsets) - 1, dtype=bool)
+    rises = [
+        max(0.0, r)
+        for r in _owned_rises(index, None, every_stack, modified_per_change, split, "stack")
+    ]
     top = max(rises, default=0.0)
     if top <= 0:
         return [None] * len(rises)

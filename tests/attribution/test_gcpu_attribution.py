@@ -68,8 +68,10 @@ def test_a_caller_on_every_stack_of_b_is_not_credited(tmp_path: Path) -> None:
     after = "main;serve;slow 20\nmain;serve;fast 40\nmain;idle 40\n"
     index = index_of(tmp_path, before, after)
     assert attributed_share(index, "slow", ["serve"], SPLIT, "stack").fraction == 1.0
-    assert attributed_share(index, "slow", ["serve"], SPLIT).fraction == 0.0
-    assert attributed_share(index, "slow", ["slow"], SPLIT).fraction == pytest.approx(1.0)
+    serve, slow = attributed_shares(index, "slow", [["serve"], ["slow"]], SPLIT)
+    assert serve.fraction == 0.0 and slow.fraction == pytest.approx(1.0)
+    # Paper scope, each change alone: a tie.
+    assert attributed_share(index, "slow", ["slow"], SPLIT, "stack").fraction == pytest.approx(1.0)
     # A sibling on the caller's other path shares no stack with slow.
     assert attributed_share(index, "slow", ["fast"], SPLIT, "stack").fraction == 0.0
 
@@ -117,3 +119,21 @@ def test_a_stack_goes_to_the_change_with_the_deepest_modified_frame(tmp_path: Pa
     assert slower.fraction == pytest.approx(1.0) and both.fraction == pytest.approx(1.0)
     # Alone, the tidy-up would explain all of it (FBDetect's single-change ℒ).
     assert attributed_share(index, "handle", ["handle"], SPLIT).fraction == pytest.approx(1.0)
+
+
+def test_a_caller_on_every_stack_is_credited_when_nothing_else_was_touched(tmp_path: Path) -> None:
+    """serve, slow's only caller, now calls it twice as often; no change touched slow: the
+    deepest of the touched callers on every stack takes the rise (main is above serve)."""
+    before = "main;serve;slow 10\nmain;idle 90\n"
+    after = "main;serve;slow 20\nmain;idle 80\n"
+    index = index_of(tmp_path, before, after)
+    serve, main_change, docs = attributed_shares(index, "slow", [["serve"], ["main"], []], SPLIT)
+    assert serve.fraction == pytest.approx(1.0)
+    assert main_change.fraction == 0.0 and docs.fraction == 0.0
+
+
+def test_service_wide_shares_go_to_the_deepest_change(tmp_path: Path) -> None:
+    before = "main;handle;parse 10\nmain;handle 10\nmain;idle 80\n"
+    after = "main;handle;parse 30\nmain;handle 10\nmain;idle 60\n"
+    index = index_of(tmp_path, before, after)
+    assert service_wide_shares(index, [["handle"], ["parse"]], SPLIT) == pytest.approx([0.0, 1.0])
