@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from git_repo import GitRepo
 
 from regbot.attribution.changes import (
     KEYWORDS,
@@ -21,62 +20,23 @@ from regbot.errors import InputError
 START = 1_700_000_000
 
 
-class GitRepo:
-    """A real repository whose commits get deterministic, increasing dates."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.clock = START
-        root.mkdir(parents=True, exist_ok=True)
-        self.git("init", "-q", "-b", "main")
-
-    def git(self, *args: str, stdin: bytes | None = None) -> str:
-        env = {
-            **os.environ,
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_AUTHOR_DATE": f"{self.clock} +0000",
-            "GIT_COMMITTER_DATE": f"{self.clock} +0000",
-        }
-        done = subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@e", *args],
-            cwd=self.root,
-            env=env,
-            input=stdin,
-            capture_output=True,
-            check=True,
-        )
-        return done.stdout.decode("utf-8").strip()
-
-    def write(self, path: str, text: str | bytes) -> None:
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            target.write_bytes(text)
-        else:
-            target.write_text(text, encoding="utf-8")
-
-    def replace(self, path: str, old: str, new: str) -> None:
-        text = (self.root / path).read_text(encoding="utf-8")
-        assert old in text, (path, old)
-        self.write(path, text.replace(old, new))
-
-    def commit(self, message: str, *, author: str = "t") -> str:
-        self.clock += 60
-        self.git("add", "-A")
-        self.git("-c", f"user.name={author}", "commit", "-q", "--allow-empty", "-m", message)
-        return self.head()
-
-    def head(self) -> str:
-        return self.git("rev-parse", "HEAD")
-
-
 def by_title(commits: list[Commit]) -> dict[str, Commit]:
     return {c.title: c for c in commits}
 
 
 def kinds(commit: Commit) -> dict[str, str]:
     return {s.qualname: s.change for s in commit.subroutines}
+
+
+def one_edit(root: Path, path: str, text: str, old: str, new: str) -> Commit:
+    """The change set of one commit that replaces ``old`` by ``new`` in ``path`` (committed
+    before as ``text``) in a new repository at ``root``."""
+    repo = GitRepo(root)
+    base = repo.commit("base", {path: text})
+    repo.replace(path, old, new)
+    repo.commit("change")
+    [commit] = read_change_set(repo.path, base, "main")
+    return commit
 
 
 PY = """import functools
@@ -140,7 +100,7 @@ JS = """function render(items) {
 
 @pytest.fixture
 def project(tmp_path: Path) -> tuple[GitRepo, str, list[Commit]]:
-    repo = GitRepo(tmp_path / "project")
+    repo = GitRepo(tmp_path / "project", start_s=START)
     repo.write("src/app/service.py", PY)
     repo.write("server/server.go", GO)
     repo.write("native/foo.cc", CPP)
@@ -170,9 +130,9 @@ def project(tmp_path: Path) -> tuple[GitRepo, str, list[Commit]]:
     repo.write("assets/logo.png", b"\x89PNG\x00\x03\x04")
     repo.commit("Touch every language")
 
-    (repo.root / "old/legacy.py").unlink()
+    (repo.path / "old/legacy.py").unlink()
     repo.commit("Fix parser (#12)")
-    return repo, base, read_change_set(repo.root, base, "main")
+    return repo, base, read_change_set(repo.path, base, "main")
 
 
 def test_commits_come_oldest_first_with_their_metadata(project) -> None:
@@ -246,21 +206,22 @@ def test_diff_is_unified_with_context_and_truncated(project) -> None:
     commit = by_title(commits)["Tune cache"]
     assert commit.diff.startswith("diff --git a/src/app/service.py b/src/app/service.py\n")
     assert " def cached(x):\n" in commit.diff  # a context line: the stored diff has context
-    short = read_change_set(repo.root, base, "main", max_diff_chars=50)
+    short = read_change_set(repo.path, base, "main", max_diff_chars=50)
     assert all(len(c.diff) == 50 for c in short)
     assert by_title(short)["Tune cache"].diff == commit.diff[:50]
-    none = read_change_set(repo.root, base, "main", max_diff_chars=0)
+    none = read_change_set(repo.path, base, "main", max_diff_chars=0)
     assert all(c.diff == "" for c in none)
     assert [c.subroutines for c in none] == [c.subroutines for c in commits]
 
 
 def test_identifiers_come_from_changed_lines_only(tmp_path: Path) -> None:
-    repo = GitRepo(tmp_path / "ids")
-    repo.write("a.py", "def context_only():\n    value = 1\n    return value\n")
-    base = repo.commit("base")
-    repo.replace("a.py", "value = 1", "value = compute(0x1f, for_each) if ready else None")
-    repo.commit("change")
-    [commit] = read_change_set(repo.root, base, "main")
+    commit = one_edit(
+        tmp_path / "ids",
+        "a.py",
+        "def context_only():\n    value = 1\n    return value\n",
+        "value = 1",
+        "value = compute(0x1f, for_each) if ready else None",
+    )
     # context_only and return are on context lines; if/else/None are keywords; 0x1f no name.
     assert commit.identifiers == ("value", "compute", "for_each", "ready")
 
@@ -297,7 +258,7 @@ def test_merge_commit_of_a_pull_request(tmp_path: Path) -> None:
     repo.commit("Mainline change")
     repo.clock += 60
     repo.git("merge", "-q", "--no-ff", "feat", "-m", "Merge pull request #7 from org/feat")
-    commits = read_change_set(repo.root, base, "main")
+    commits = read_change_set(repo.path, base, "main")
     titles = by_title(commits)
     assert len(commits) == 4 and commits[-1].title == "Merge pull request #7 from org/feat"
     assert titles["Make helper return 2"].pull_request == 7
@@ -319,21 +280,16 @@ def test_root_commit_diffs_against_the_empty_tree(tmp_path: Path) -> None:
     repo.commit("first")
     repo.git("checkout", "-q", "--orphan", "other")
     repo.git("rm", "-q", "-r", "--cached", ".")
-    (repo.root / "first.go").unlink()
+    (repo.path / "first.go").unlink()
     unrelated = repo.commit("unrelated history")
-    [commit] = read_change_set(repo.root, unrelated, "main")
+    [commit] = read_change_set(repo.path, unrelated, "main")
     assert commit.title == "first" and commit.files == ("first.go",)
     assert commit.diff.startswith("diff --git a/first.go b/first.go\nnew file mode")
     assert kinds(commit) == {"First": "added"}
 
 
 def test_python_syntax_errors_fall_back_to_hunk_headers(tmp_path: Path) -> None:
-    repo = GitRepo(tmp_path / "py2")
-    repo.write("tool.py", "def show(x):\n    print 'a', x\n")
-    base = repo.commit("py2 code")
-    repo.replace("tool.py", "'a'", "'b'")
-    repo.commit("change")
-    [commit] = read_change_set(repo.root, base, "main")
+    commit = one_edit(tmp_path / "py2", "tool.py", "def show(x):\n    print 'a', x\n", "'a'", "'b'")
     assert [(s.qualname, s.change, s.exact, s.module) for s in commit.subroutines] == [
         ("show", "modified", False, "tool")
     ]
@@ -341,18 +297,18 @@ def test_python_syntax_errors_fall_back_to_hunk_headers(tmp_path: Path) -> None:
 
 def test_same_revision_gives_no_commits(project) -> None:
     repo = project[0]
-    assert read_change_set(repo.root, "main", "main") == []
+    assert read_change_set(repo.path, "main", "main") == []
 
 
 def test_unknown_revision_and_bad_repository_are_input_errors(project, tmp_path: Path) -> None:
     repo, base, _ = project
     with pytest.raises(InputError) as error:
-        read_change_set(repo.root, base, "no-such-branch")
-    assert "no-such-branch" in str(error.value) and str(repo.root) in str(error.value)
+        read_change_set(repo.path, base, "no-such-branch")
+    assert "no-such-branch" in str(error.value) and str(repo.path) in str(error.value)
     with pytest.raises(InputError, match="deadbeef"):
-        read_change_set(repo.root, "deadbeef", "main")
+        read_change_set(repo.path, "deadbeef", "main")
     with pytest.raises(InputError, match="--all"):
-        read_change_set(repo.root, "--all", "main")
+        read_change_set(repo.path, "--all", "main")
     with pytest.raises(InputError, match="not-a-repo"):
         read_change_set(tmp_path / "not-a-repo", "a", "b")
     plain = tmp_path / "plain"
@@ -360,7 +316,7 @@ def test_unknown_revision_and_bad_repository_are_input_errors(project, tmp_path:
     with pytest.raises(InputError, match="git repository"):
         read_change_set(plain, "a", "b")
     with pytest.raises(InputError, match="max_diff_chars"):
-        read_change_set(repo.root, base, "main", max_diff_chars=-1)
+        read_change_set(repo.path, base, "main", max_diff_chars=-1)
 
 
 def _fast_import_history(repo: GitRepo, rounds: int) -> tuple[list[str], dict[int, str]]:
@@ -423,7 +379,7 @@ def _fast_import_history(repo: GitRepo, rounds: int) -> tuple[list[str], dict[in
             [tip, side],
             {"side.go": f"package s\n\nfunc Side{round_}x1() {{\n}}\n"},
         )
-    marks = repo.root / ".." / "marks"
+    marks = repo.path / ".." / "marks"
     repo.git(
         "fast-import", "--quiet", f"--export-marks={marks}", stdin=b"".join(stream) + b"done\n"
     )
@@ -438,7 +394,7 @@ def test_a_deploy_of_hundreds_of_commits(tmp_path: Path) -> None:
     repo = GitRepo(tmp_path / "big")
     rounds = 50
     shas, titles = _fast_import_history(repo, rounds)
-    commits = read_change_set(repo.root, shas[0], "main")
+    commits = read_change_set(repo.path, shas[0], "main")
     assert len(commits) == len(shas) - 1 == rounds * 6
     assert {c.sha for c in commits} == set(shas[1:])
     position = {c.sha: i for i, c in enumerate(commits)}

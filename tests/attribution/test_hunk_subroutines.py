@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from git_repo import GitRepo
 
 from regbot.attribution.hunk_subroutines import (
     attributes_text,
@@ -20,56 +19,23 @@ from regbot.attribution.hunk_subroutines import (
     parse_diff,
 )
 
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
-    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
-}
 
+class Workdir(GitRepo):
+    """A real git repository whose ``diff`` is the staged edit against the last commit, with
+    regbot's hunk-header drivers (``attributes_text``) and rename detection."""
 
-class Workdir:
-    """A real git repository with one committed state; ``diff`` shows the uncommitted edit."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.git("init", "-q", "-b", "main")
-        self.attributes = root.parent / f"{root.name}-attributes"
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.attributes = path.parent / f"{path.name}-attributes"
         self.attributes.write_text(attributes_text(), encoding="utf-8")
 
-    def git(self, *args: str) -> str:
-        env = {**os.environ, **GIT_ENV}
-        done = subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@e", *args],
-            cwd=self.root,
-            env=env,
-            capture_output=True,
-            check=True,
-        )
-        return done.stdout.decode("utf-8")
-
-    def write(self, path: str, text: str | bytes) -> None:
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            target.write_bytes(text)
-        else:
-            target.write_text(text, encoding="utf-8")
-
-    def commit(self) -> None:
-        self.git("add", "-A")
-        self.git("commit", "-q", "-m", "state")
-
     def diff(self, *options: str) -> str:
-        self.git("add", "-A")
-        return self.git(*git_diff_config(self.attributes), "diff", "--cached", "-M", *options)
+        return self.staged_diff("-M", *options, config=git_diff_config(self.attributes))
 
 
 @pytest.fixture
 def work(tmp_path: Path) -> Workdir:
-    root = tmp_path / "repo"
-    root.mkdir()
-    return Workdir(root)
+    return Workdir(tmp_path / "repo")
 
 
 def names(found) -> dict[str, str]:
@@ -82,7 +48,7 @@ def names(found) -> dict[str, str]:
 def test_changed_ranges_are_the_removed_and_added_lines_for_any_context(work: Workdir) -> None:
     old = [f"line {i}" for i in range(1, 41)]
     work.write("notes.txt", "\n".join(old) + "\n")
-    work.commit()
+    work.commit("state")
     new = list(old)
     new[4] = "changed 5"  # line 5 replaced
     del new[19:21]  # old lines 20-21 removed
@@ -97,7 +63,7 @@ def test_changed_ranges_are_the_removed_and_added_lines_for_any_context(work: Wo
 
 def test_removed_lines_that_look_like_file_headers_stay_hunk_lines(work: Workdir) -> None:
     work.write("a.sql", "-- a comment\n--- not a header\nselect 1;\n")
-    work.commit()
+    work.commit("state")
     work.write("a.sql", "select 1;\n")
     [file] = parse_diff(work.diff("-U0"))
     assert file.path == "a.sql"
@@ -108,12 +74,12 @@ def test_added_deleted_renamed_binary_and_mode_changes(work: Workdir) -> None:
     work.write("gone.go", "package x\n")
     work.write("old name.go", "package x\n\nfunc A() {\n\treturn\n}\n")
     work.write("run.sh", "echo hi\n")
-    work.commit()
-    (work.root / "gone.go").unlink()
+    work.commit("state")
+    (work.path / "gone.go").unlink()
     work.git("mv", "old name.go", "new näme.go")
     work.write("new näme.go", "package x\n\nfunc A() {\n\tprintln(1)\n}\n")
     work.write("blob.bin", b"\x00\x01\x02binary\x00")
-    (work.root / "run.sh").chmod(0o755)
+    (work.path / "run.sh").chmod(0o755)
     files = {f.path: f for f in parse_diff(work.diff("-U0", "--full-index"))}
     assert set(files) == {"gone.go", "new näme.go", "blob.bin", "run.sh"}
     assert files["gone.go"].new_path is None and files["gone.go"].old_blob is not None
@@ -137,7 +103,7 @@ def test_quoted_and_spaced_paths(work: Workdir) -> None:
     body = "package x\n\nfunc F() {\n\treturn\n}\n"
     work.write("with space.go", body)
     work.write('quo"te.go', body)
-    work.commit()
+    work.commit("state")
     work.write("with space.go", body.replace("return", "println()"))
     work.write('quo"te.go', body.replace("return", "println()"))
     diff = work.diff("-U0")
@@ -273,7 +239,7 @@ func Added() int {
 
 def test_go_hunk_headers(work: Workdir) -> None:
     work.write("server.go", GO_OLD)
-    work.commit()
+    work.commit("state")
     work.write("server.go", GO_NEW)
     [file] = parse_diff(work.diff("-U0"))
     assert any(h.header.startswith("func (s *Server) Handle(") for h in file.hunks)
@@ -303,7 +269,7 @@ CPP_NEW = CPP_OLD.replace("x + 1", "x + 2").replace("{1, 2}", "{1, 2, 3}")
 
 def test_cpp_hunk_headers(work: Workdir) -> None:
     work.write("src/foo.cc", CPP_OLD)
-    work.commit()
+    work.commit("state")
     work.write("src/foo.cc", CPP_NEW)
     [file] = parse_diff(work.diff("-U0"))
     assert [h.header for h in file.hunks] == [
@@ -342,7 +308,7 @@ JAVA_NEW = (
 
 def test_java_hunk_headers(work: Workdir) -> None:
     work.write("src/app/Handler.java", JAVA_OLD)
-    work.commit()
+    work.commit("state")
     work.write("src/app/Handler.java", JAVA_NEW)
     [file] = parse_diff(work.diff("-U0"))
     found = names(hunk_subroutines(file))
@@ -380,7 +346,7 @@ JS_NEW = (
 
 def test_javascript_hunk_headers_use_the_custom_driver(work: Workdir) -> None:
     work.write("web/widget.ts", JS_OLD)
-    work.commit()
+    work.commit("state")
     work.write("web/widget.ts", JS_NEW)
     [file] = parse_diff(work.diff("-U0"))
     assert [h.header for h in file.hunks] == [
@@ -402,7 +368,7 @@ def test_rust_and_php_hunk_headers(work: Workdir) -> None:
     php = "<?php\nclass A {\n    public function run($x) {\n        return $x + 1;\n    }\n}\n"
     work.write("lib.rs", rust)
     work.write("a.php", php)
-    work.commit()
+    work.commit("state")
     work.write("lib.rs", rust.replace("let x = 1", "let x = 2"))
     work.write("a.php", php.replace("$x + 1", "$x + 2"))
     found = {f.path: names(hunk_subroutines(f)) for f in parse_diff(work.diff("-U0"))}
@@ -411,8 +377,8 @@ def test_rust_and_php_hunk_headers(work: Workdir) -> None:
 
 def test_new_and_deleted_files_name_their_functions(work: Workdir) -> None:
     work.write("old.go", "package x\n\nfunc Old() {\n}\n")
-    work.commit()
-    (work.root / "old.go").unlink()
+    work.commit("state")
+    (work.path / "old.go").unlink()
     work.write("new.js", "// helpers\nfunction fresh(a) {\n  return a;\n}\n")
     found = {f.path: names(hunk_subroutines(f)) for f in parse_diff(work.diff("-U0"))}
     assert found == {"old.go": {"Old": "deleted"}, "new.js": {"fresh": "added"}}
@@ -420,7 +386,7 @@ def test_new_and_deleted_files_name_their_functions(work: Workdir) -> None:
 
 def test_signature_change_is_a_modification(work: Workdir) -> None:
     work.write("m.go", "package x\n\nfunc Sum(a int) int {\n\treturn a\n}\n")
-    work.commit()
+    work.commit("state")
     work.write("m.go", "package x\n\nfunc Sum(a, b int) int {\n\treturn a + b\n}\n")
     [file] = parse_diff(work.diff("-U0"))
     assert names(hunk_subroutines(file)) == {"Sum": "modified"}
@@ -428,7 +394,7 @@ def test_signature_change_is_a_modification(work: Workdir) -> None:
 
 def test_sides_limit_what_is_read(work: Workdir) -> None:
     work.write("m.go", "package x\n\nfunc Old() {\n}\n")
-    work.commit()
+    work.commit("state")
     work.write("m.go", "package x\n\nfunc New() {\n}\n")
     [file] = parse_diff(work.diff("-U0"))
     assert names(hunk_subroutines(file)) == {"Old": "deleted", "New": "added"}

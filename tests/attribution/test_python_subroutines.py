@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import ast
 import difflib
-import os
-import subprocess
 from pathlib import Path
 
+from git_repo import GitRepo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -201,21 +200,8 @@ def test_results_follow_source_order() -> None:
     assert [s.qualname for s in found] == ["plain", "Service.stream"]
 
 
-def _git(root: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@e", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        check=True,
-    )
-    return done.stdout.decode("utf-8")
-
-
 def test_a_side_that_does_not_parse_falls_back_to_hunk_headers(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    root.mkdir()
+    repo = GitRepo(tmp_path / "repo")
     attributes = tmp_path / "attributes"
     attributes.write_text(attributes_text(), encoding="utf-8")
     old = "class Box:\n    def size(self):\n        return 1\n\n    def name(self):\n        return 'b'\n"
@@ -223,13 +209,9 @@ def test_a_side_that_does_not_parse_falls_back_to_hunk_headers(tmp_path: Path) -
         "class Box:\n    def size(self):\n        return 2\n\n    def name(self):\n"
         "        print 'b'\n\n    def extra(self):\n        return 3\n"
     )  # Python 2 print: the new side is a syntax error
-    _git(root, "init", "-q")
-    (root / "box.py").write_text(old, encoding="utf-8")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "old")
-    (root / "box.py").write_text(new, encoding="utf-8")
-    _git(root, "add", "-A")
-    diff = _git(root, *git_diff_config(attributes), "diff", "--cached", "-U0")
+    repo.commit("old", {"box.py": old})
+    repo.write("box.py", new)
+    diff = repo.staged_diff("-U0", config=git_diff_config(attributes))
     [file] = parse_diff(diff)
     old_ranges, new_ranges = file.changed_ranges()
     found = python_subroutines("box.py", old, new, old_ranges, new_ranges, file_diff=file)

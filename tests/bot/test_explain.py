@@ -15,37 +15,12 @@ import numpy as np
 import pytest
 from git_repo import GitRepo
 from rich.console import Console
+from service_repo import COMPUTE_ROUNDS, RENDER_ECHO, run_argv, service_source, write_regbot_yml
 
 from regbot.bot.cli import main
 from regbot.bot.explain_view import SeriesChart
 
-SERVICE = """\
-def parse(n):
-    total = 0
-    for i in range(n):
-        total += i % 7
-    return total
-
-
-def compute(n):
-    total = 0
-    for i in range(n * ROUNDS):
-        total += (i * i) % 11
-    return total
-
-
-def render(x):
-    return x
-
-
-def handle_request(i):
-    a = parse(3000)
-    b = compute(3000)
-    return render(a + b + i)
-
-
-ROUNDS = 1
-"""
+SERVICE = service_source(compute=COMPUTE_ROUNDS, render=RENDER_ECHO, tail=["ROUNDS = 1\n"])
 ROOT_FRAME = "<module> [bold]boom[/] (app/main.py:1)"
 DECOY_TITLE = "Render: [bold]faster[/] render (#8)"
 CULPRIT_TITLE = "Use more rounds [/] for checksums (#9)"
@@ -80,16 +55,10 @@ def run_state(tmp_path_factory: pytest.TempPathFactory) -> dict:
     repo = GitRepo(base / "repo")
     repo.commit("Initial service", {"app/service.py": SERVICE})
     previous = repo.commit("Document the service (#2)", {"README.md": "svc\n"})
-    current = (repo.path / "app/service.py").read_text()
-    decoy = repo.commit(
-        DECOY_TITLE, {"app/service.py": current.replace("    return x\n", "    return x + 0\n")}
-    )
-    current = (repo.path / "app/service.py").read_text()
-    culprit = repo.commit(
-        CULPRIT_TITLE,
-        {"app/service.py": current.replace("range(n * ROUNDS)", "range(n * ROUNDS * 3)")},
-        author=CULPRIT_AUTHOR,
-    )
+    repo.replace("app/service.py", "    return x\n", "    return x + 0\n")
+    decoy = repo.commit(DECOY_TITLE)
+    repo.replace("app/service.py", "range(n * ROUNDS)", "range(n * ROUNDS * 3)")
+    culprit = repo.commit(CULPRIT_TITLE, author=CULPRIT_AUTHOR)
     deploy = repo.commit("Update README (#10)", {"README.md": "svc: demo\n"})
     profiles = base / "profiles"
     profiles.mkdir()
@@ -105,22 +74,20 @@ def run_state(tmp_path_factory: pytest.TempPathFactory) -> dict:
         }
         lines = [f"{ROOT_FRAME};{s} {n + rng.integers(0, 20)}\n" for s, n in stacks.items()]
         (profiles / f"{at}-web01.folded").write_text("".join(lines))
-    config = base / "regbot.yml"
-    config.write_text(
-        "repository: {path: repo}\n"
-        "sources: {profiles: [profiles/]}\n"
-        "profiles: {bucket: 1s}\n"
-        "workloads:\n"
-        "  default:\n"
-        "    threshold: {relative: 0.05}\n"
-        "    windows: {historical: 60s, analysis: 20s, extended: 10s}\n"
-        "state: state/regbot.db\n"
+    config = write_regbot_yml(
+        base, windows="historical: 60s, analysis: 20s, extended: 10s", bucket="1s"
     )
     report_path = base / "report.json"
     run_cli(
-        "run", "-c", str(config), "--deploy", deploy, "--previous", previous,
-        "--deployed-at", str(DEPLOYED_AT), "--dry-run", "-o", str(report_path),
-    )  # fmt: skip
+        *run_argv(
+            config,
+            "--dry-run",
+            deploy=deploy,
+            previous=previous,
+            deployed_at=DEPLOYED_AT,
+            output=report_path,
+        )
+    )
     report = json.loads(report_path.read_text())
     by_series = {e["series"]: e for e in report["regressions"] + report["filtered"]}
     return {

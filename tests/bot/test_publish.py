@@ -20,6 +20,7 @@ import pytest
 from fake_github import FakeGitHub
 from git_repo import GitRepo
 from rich.console import Console
+from service_repo import run_argv, service_source, write_regbot_yml
 
 from regbot.bot.cli import main
 from regbot.bot.github_api import CommentInfo, RequestPolicy
@@ -42,33 +43,7 @@ HISTORY = 40  # buckets before the deploy
 AFTER = 20  # buckets after it
 DEPLOY_AT = T0 + HISTORY * BUCKET_S
 
-SERVICE = """\
-def parse(n):
-    total = 0
-    for i in range(n):
-        total += i % 7
-    return total
-
-
-def compute(n):
-    total = 0
-    for i in range(n):
-        total += (i * i) % 11
-    return total
-
-
-def render(x):
-    s = 0
-    for i in range(3000):
-        s += i ^ x
-    return s
-
-
-def handle_request(i):
-    a = parse(3000)
-    b = compute(3000)
-    return render(a + b + i)
-"""
+SERVICE = service_source()
 FRAME_LINES = {"parse": 2, "compute": 9, "render": 16}
 
 
@@ -140,17 +115,12 @@ def build_scenario(
 ) -> Scenario:
     shas = build_repo(root, second_suspect)
     write_profiles(root / "profiles", regression=regression, history=history)
-    config = root / "regbot.yml"
-    repository = f"{{path: repo, github: {REPO}}}" if github else "{path: repo}"
-    config.write_text(
-        f"repository: {repository}\n"
-        f"sources: {{profiles: [profiles/]{extra_sources}}}\n"
-        "workloads:\n"
-        "  default:\n"
-        "    threshold: {relative: 0.05}\n"
-        f"    windows: {{historical: {HISTORY}m, analysis: 15m, extended: 5m}}\n"
-        "state: state/regbot.db\n"
-        f"github: {{api_url: '{api_url}', comments: {comments}}}\n" + extra
+    config = write_regbot_yml(
+        root,
+        windows=f"historical: {HISTORY}m, analysis: 15m, extended: 5m",
+        repository=f"{{path: repo, github: {REPO}}}" if github else "{path: repo}",
+        extra_sources=extra_sources,
+        extra=f"github: {{api_url: '{api_url}', comments: {comments}}}\n" + extra,
     )
     return Scenario(root, config, shas)
 
@@ -181,20 +151,14 @@ def regbot_run(scn: Scenario, *extra: str, now_min: int | None = None) -> Ran:
     output = scn.root / "report.json"
     output.unlink(missing_ok=True)
     out, err = StringIO(), StringIO()
-    args = [
-        "run",
-        "-c",
-        str(scn.config),
-        "--deploy",
-        scn.shas["deploy_2"],
-        "--previous",
-        scn.shas["deploy_1"],
-        "--deployed-at",
-        str(DEPLOY_AT),
-        "-o",
-        str(output),
+    args = run_argv(
+        scn.config,
         *extra,
-    ]
+        deploy=scn.shas["deploy_2"],
+        previous=scn.shas["deploy_1"],
+        deployed_at=DEPLOY_AT,
+        output=output,
+    )
     if now_min is not None:
         args += ["--now", str(DEPLOY_AT + now_min * 60)]
     code = main(

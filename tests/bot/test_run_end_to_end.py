@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from git_repo import GitRepo
+from service_repo import COMPUTE_ROUNDS, run_argv, service_source, write_regbot_yml
 
 from regbot.bot.cli import main
 
@@ -23,38 +24,7 @@ RECORD_S = 14
 DEPLOY_1_AT = 1_800_000_000
 DEPLOY_2_AT = DEPLOY_1_AT + RECORD_S
 
-SERVICE = """\
-import sys
-import time
-
-
-def parse(n):
-    total = 0
-    for i in range(n):
-        total += i % 7
-    return total
-
-
-def compute(n):
-    total = 0
-    for i in range(n * ROUNDS):
-        total += (i * i) % 11
-    return total
-
-
-def render(x):
-    s = 0
-    for i in range(3000):
-        s += i ^ x
-    return s
-
-
-def handle_request(i):
-    a = parse(3000)
-    b = compute(3000)
-    return render(a + b + i)
-
-
+LOOP = """\
 def main(seconds):
     # Open loop: a fixed request rate, idle in between (a slower request costs CPU, not rate).
     start = time.monotonic()
@@ -64,17 +34,16 @@ def main(seconds):
             handle_request(i)
         tick += 1
         time.sleep(max(0.0, start + tick * TICK_S - time.monotonic()))
-
-
-TICK_S = 0.02
-REQUESTS_PER_TICK = 10
-
-
-ROUNDS = 1
-
-if __name__ == "__main__":
-    main(float(sys.argv[1]))
 """
+SERVICE = service_source(
+    compute=COMPUTE_ROUNDS,
+    head=["import sys\nimport time\n"],
+    tail=[
+        LOOP,
+        "TICK_S = 0.02\nREQUESTS_PER_TICK = 10\n",
+        'ROUNDS = 1\n\nif __name__ == "__main__":\n    main(float(sys.argv[1]))\n',
+    ],
+)
 
 
 def build_history(repo: GitRepo) -> dict[str, str]:
@@ -103,20 +72,10 @@ def build_history(repo: GitRepo) -> dict[str, str]:
         [("Explain the compute step in handle_request", {"app/service.py": decoy_caller})],
     )
     shas["decoy_caller"] = repo.git("rev-parse", "HEAD^2")
-    current = (repo.path / "app/service.py").read_text()
-    shas["decoy_sibling"] = repo.commit(
-        "Render: use xor folding for the response (#8)",
-        {"app/service.py": current.replace("        s += i ^ x\n", "        s += x ^ i\n")},
-    )
-    current = (repo.path / "app/service.py").read_text()
-    shas["culprit"] = repo.commit(
-        "Use more rounds for stronger checksums (#9)",
-        {
-            "app/service.py": current.replace(
-                "for i in range(n * ROUNDS):", "for i in range(n * ROUNDS * 3):"
-            )
-        },
-    )
+    repo.replace("app/service.py", "        s += i ^ x\n", "        s += x ^ i\n")
+    shas["decoy_sibling"] = repo.commit("Render: use xor folding for the response (#8)")
+    repo.replace("app/service.py", "for i in range(n * ROUNDS):", "for i in range(n * ROUNDS * 3):")
+    shas["culprit"] = repo.commit("Use more rounds for stronger checksums (#9)")
     shas["deploy_2"] = repo.commit("Update README (#10)", {"README.md": "svc: demo service\n"})
     return shas
 
@@ -167,33 +126,21 @@ def test_run_names_the_commit_that_made_compute_slower(tmp_path: Path, capsys) -
     profiles = tmp_path / "profiles"
     profiles.mkdir()
     record_both(repo, shas, profiles)
-    config = tmp_path / "regbot.yml"
-    config.write_text(
-        "repository: {path: repo}\n"
-        "sources: {profiles: [profiles/]}\n"
-        "profiles: {bucket: 1s}\n"
-        "workloads:\n"
-        "  default:\n"
-        "    threshold: {relative: 0.05}\n"
-        f"    windows: {{historical: {RECORD_S}s, analysis: {RECORD_S - 4}s, extended: 4s}}\n"
-        "state: state/regbot.db\n"
+    config = write_regbot_yml(
+        tmp_path,
+        windows=f"historical: {RECORD_S}s, analysis: {RECORD_S - 4}s, extended: 4s",
+        bucket="1s",
     )
     out_json = tmp_path / "report.json"
     code = main(
-        [
-            "run",
-            "-c",
-            str(config),
-            "--deploy",
-            shas["deploy_2"],
-            "--previous",
-            shas["deploy_1"],
-            "--deployed-at",
-            str(DEPLOY_2_AT),
+        run_argv(
+            config,
             "--dry-run",
-            "-o",
-            str(out_json),
-        ]
+            deploy=shas["deploy_2"],
+            previous=shas["deploy_1"],
+            deployed_at=DEPLOY_2_AT,
+            output=out_json,
+        )
     )
     assert code == 0, capsys.readouterr().err
     report = json.loads(out_json.read_text())
