@@ -39,7 +39,8 @@ def build_dedup_context(
     commit_subroutines: Mapping[str, frozenset[str]] | None = None,
 ) -> DedupContext:
     """Every series (oriented), and for each candidate's subroutine its popularity over the
-    windows, its upstream callers and the stack samples behind it in the analysis window."""
+    windows, its upstream callers and the stack samples behind it in the analysis window (and
+    those of the callers present on all of its stacks, the cost-shift callers domain)."""
     oriented = {
         s.id: (
             np.asarray(s.timestamps_s, np.float64),
@@ -62,6 +63,15 @@ def build_dedup_context(
             stacks[sub] = StackShare(
                 *index.stack_share(sub, windows.analysis_start_s, windows.end_s)
             )
+            # The cost-shift stage's callers domain is the tightest caller on every one of the
+            # subroutine's stacks; such a caller is usually flat (not a candidate), so its
+            # samples are attached here. Callers on only some of the stacks are not needed.
+            own = stacks[sub].stack_ids
+            for caller in callers[sub] if len(own) else ():
+                if caller not in stacks and index.stacks_with(caller)[own].all():
+                    stacks[caller] = StackShare(
+                        *index.stack_share(caller, windows.analysis_start_s, windows.end_s)
+                    )
     return DedupContext(
         series=oriented,
         popularity=popularity,

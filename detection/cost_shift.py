@@ -6,12 +6,21 @@ belongs to a *family* (its id up to and including the first ``:``, e.g. ``gcpu:`
 one) and has a *key* (the rest: the subroutine for ``gcpu:`` series, the path for ``endpoint:``).
 Domains only ever sum series of the candidate's own family. Domains of a candidate ``S``:
 
-* ``callers`` (gCPU): members ``S`` and one caller ``C`` — among ``context.callers[S]`` with a
-  series, those whose inclusive before-mean and after-mean (on the candidate's axis) are both
-  >= ``S``'s (they can enclose ``S`` on both sides), the smallest by before-mean, ties by name:
-  the tightest enclosing inclusive cost, standing in for the immediate caller the callers set
-  does not name. The domain cost is ``C``'s inclusive series alone (it already contains ``S``;
-  summing would double count). Cost moved from ``C``'s own code into ``S`` leaves it flat.
+* ``callers`` (gCPU): members ``S`` and one caller ``C``, FBDetect's tightest *enclosing*
+  caller. ``C`` must be among ``context.callers[S]``, have a series, not be the program's root
+  (see ``WHOLE_PROGRAM``), and enclose ``S``: be present on every one of the stacks that carry
+  ``S``'s samples in the windows, i.e. ``context.stacks[S].stack_ids`` ⊆
+  ``context.stacks[C].stack_ids``. A caller on only some of ``S``'s stacks holds only part of a
+  rise of ``S``: a helper called from several places that really got slower rises in each
+  caller by that caller's share only, which would pass for "flat". A caller without a
+  ``StackShare`` in the context is not shown to enclose ``S`` and is not used (the context
+  should carry the callers' shares, not only the candidates'); only when ``S`` itself has no
+  stack samples (no sample store, plain data in tests) does the callers set stand as given.
+  Of the enclosing callers, those whose inclusive before-mean and after-mean (on the
+  candidate's axis) are both >= ``S``'s, the smallest by before-mean, ties by name, is the
+  tightest (enclosing callers nest: the closest one has the fewest samples). The domain cost
+  is ``C``'s inclusive series alone (it already contains ``S``; summing would double count).
+  Cost moved from ``C``'s own code, or from a sibling under ``C``, into ``S`` leaves it flat.
   Moves from a further ancestor's own code are not seen (that ancestor is not the tightest).
 * ``class`` (gCPU): the subroutines whose parsed function has ``S``'s qualifier (the name
   without its last component: ``Svc`` for ``Svc.serve``, ``ns::Class`` for
@@ -50,7 +59,8 @@ levels are compared by magnitude), per domain, in order (§5.4's three checks):
 
 The verdict fails (filtered) when any domain says ``shift``; its numbers list every domain
 checked as parallel lists. Complexity: the indexes are built once per call, O(series); each
-distinct domain total once, O(members × points); then O(points) per candidate and domain.
+distinct domain total once, O(members × points); then O(points) per candidate and domain, and
+O(|S's stacks| · log |C's stacks|) per caller whose enclosure is checked.
 ``cost_shift_verdict`` builds the indexes for its one candidate, so loops should call
 ``cost_shift_verdicts`` (10,000 candidates over 10,000 series: under a second).
 """
@@ -252,12 +262,29 @@ class _Run:
             cid = f"gcpu:{caller}"
             if cid == cand.series_id or cid not in self.context.series:
                 continue
+            if not self._encloses(caller, sub):
+                continue
             before, after = self._means((cid,), cand)
             if before >= WHOLE_PROGRAM and after >= WHOLE_PROGRAM:
                 continue  # on every sample (gCPU 1 by definition): no cost can shift into it
             if before >= s_before and after >= s_after and (best is None or (before, cid) < best):
                 best = (before, cid)
         return None if best is None else best[1]
+
+    def _encloses(self, caller: str, sub: str) -> bool:
+        """``caller`` is on every stack carrying ``sub``'s samples (module docstring)."""
+        own = self.context.stacks.get(sub)
+        if own is None or len(own.stack_ids) == 0:
+            return True  # no stack evidence for S: the callers set stands as given
+        share = self.context.stacks.get(caller)
+        if share is None:
+            return False
+        theirs = np.asarray(share.stack_ids, np.int64)  # sorted (StackShare)
+        if len(theirs) == 0:
+            return False
+        mine = np.asarray(own.stack_ids, np.int64)
+        at = np.minimum(np.searchsorted(theirs, mine), len(theirs) - 1)
+        return bool(np.array_equal(theirs[at], mine))
 
     def _class_index(self) -> dict[tuple[str, str | None], list[str]]:
         if self.classes is None:

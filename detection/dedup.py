@@ -2,6 +2,13 @@
 same-regression merge → SOMDedup → cost shift → PairwiseDedup, or, when the config says so, the
 KDD'18 stack-trace deduplication in place of SOMDedup and PairwiseDedup.
 
+The cost-shift check runs on SOMDedup's representatives (the paper's order: the fast step
+first). When it removes a representative, the rest of its group is judged by the same check:
+members that are cost shifts themselves go; the others join the standing group whose leaf now
+explains their rise, if any, or elect the next representative of their group by the same
+ImportanceScore rule (``_cost_shift_stage``). A genuine regression is never removed only for
+sharing a group with a cost shift.
+
 Pure: candidates, what is known from earlier runs (regressions and groups, read from the state
 store by the bot) and a ``DedupContext`` in; representatives, every removed candidate with the
 verdict that removed it, the updated groups and the funnel out.
@@ -25,7 +32,7 @@ from regbot.detection.model import (
 )
 from regbot.detection.pairwise_dedup import pairwise_dedup
 from regbot.detection.same_regression import KnownRegression, merge_same_regressions
-from regbot.detection.som_dedup import som_dedup
+from regbot.detection.som_dedup import joined_verdict, reelect, rehome, som_dedup
 from regbot.detection.stack_dedup import stack_dedup
 
 
@@ -72,29 +79,28 @@ def deduplicate(
     removed += merged  # a twin shares its regression's id: the same regression, not a duplicate
     funnel["after_same_regression_merge"] = len(kept)
 
+    members_of: dict[str, list[Candidate]] = {}  # representative's series -> its duplicates
     if settings.method == "fbdetect":
         judged = som_dedup(kept, context, settings.som)
-        representative_of = {}
+        kept = [c for c in judged if c.verdicts["som_dedup"].passed]
         for candidate in judged:
             verdict = candidate.verdicts["som_dedup"]
             if not verdict.passed:
-                representative_of[candidate.series_id] = verdict.numbers.get("representative")
-        by_series = {c.series_id: c for c in judged}
-        kept = [c for c in judged if c.verdicts["som_dedup"].passed]
-        for candidate in judged:
-            if not candidate.verdicts["som_dedup"].passed:
-                removed.append(candidate)
-                rep = by_series.get(str(representative_of[candidate.series_id]))
-                if rep is not None:
-                    duplicates[rep.regression_id].append(candidate.regression_id)
+                into = str(verdict.numbers.get("representative"))
+                members_of.setdefault(into, []).append(candidate)
     funnel["after_som_dedup"] = len(kept)
 
     if settings.cost_shift is not None:
-        verdicts = cost_shift_verdicts(kept, context, settings.cost_shift)
-        judged = [c.with_verdict(v) for c, v in zip(kept, verdicts)]
-        kept = [c for c in judged if c.verdicts["cost_shift"].passed]
-        removed += [c for c in judged if not c.verdicts["cost_shift"].passed]
+        kept, shifted = _cost_shift_stage(
+            kept, members_of, context, settings.cost_shift, settings.som
+        )
+        removed += shifted
     funnel["after_cost_shift"] = len(kept)
+    by_series = {c.series_id: c for c in kept}
+    for into, members in members_of.items():
+        removed += members
+        if into in by_series:
+            duplicates[by_series[into].regression_id] += [c.regression_id for c in members]
 
     group_of: dict[str, str] = {}
     if settings.method == "fbdetect":
@@ -128,6 +134,81 @@ def deduplicate(
     for candidate in kept:
         group_of.setdefault(candidate.regression_id, candidate.regression_id)
     return DedupResult(kept, removed, groups, group_of, dict(duplicates), funnel)
+
+
+def _cost_shift_stage(
+    representatives: list[Candidate],
+    members_of: dict[str, list[Candidate]],
+    context: DedupContext,
+    cost_shift: CostShiftSettings,
+    som: SomSettings,
+) -> tuple[list[Candidate], list[Candidate]]:
+    """§5.4 on the SOMDedup representatives: (kept, removed). ``members_of`` (representative's
+    series → its SOM duplicates) is updated in place.
+
+    A representative removed as a cost shift does not take its group with it: the group was
+    formed by where its members sit on the map and in the stacks, not by what each one is, so
+    its members are judged by the same check. Those that are cost shifts themselves are removed
+    by it (their ``som_dedup`` verdict says the group was re-evaluated and passes, so that the
+    cost-shift verdict is what removed them). The others (*orphans*) are placed again without
+    the cost shifts (``rehome``): a cost shift moved cost inside its domain and explains no
+    ancestor's rise, so an orphan whose rise a leaf of a standing group now explains joins that
+    group as a duplicate of its representative (which stands: it passed the check). The orphans
+    left elect the next representative of their former group by the same ImportanceScore rule
+    among themselves (``reelect``), the rest being its duplicates. Every orphan passed the
+    check, so one round suffices."""
+    verdicts = cost_shift_verdicts(representatives, context, cost_shift)
+    judged = [c.with_verdict(v) for c, v in zip(representatives, verdicts)]
+    kept = [c for c in judged if c.verdicts["cost_shift"].passed]
+    removed = [c for c in judged if not c.verdicts["cost_shift"].passed]
+    orphans = [m for r in removed for m in members_of.get(r.series_id, ())]
+    if not orphans:
+        return kept, removed
+    orphan_verdicts = cost_shift_verdicts(orphans, context, cost_shift)
+    judged_orphans = {m.series_id: m.with_verdict(v) for m, v in zip(orphans, orphan_verdicts)}
+    genuine_of: dict[str, list[Candidate]] = {}
+    for former in list(removed):
+        group = [judged_orphans[m.series_id] for m in members_of.pop(former.series_id, ())]
+        for member in group:
+            if not member.verdicts["cost_shift"].passed:
+                removed.append(member.with_verdict(_regrouped(member, former.series_id)))
+        genuine_of[former.series_id] = [m for m in group if m.verdicts["cost_shift"].passed]
+    standing = list(kept)
+    genuine = [m for members in genuine_of.values() for m in members]
+    homes = rehome(genuine, [[r, *members_of.get(r.series_id, ())] for r in standing], context)
+    home_of = {m.series_id: home for m, home in zip(genuine, homes)}
+    order = {c.series_id: i for i, c in enumerate(representatives + orphans)}
+    for former, members in genuine_of.items():
+        left = []
+        for member in members:
+            home = home_of[member.series_id]
+            if home < 0:
+                left.append(member)
+                continue
+            representative = standing[home]
+            verdict = joined_verdict(member, representative, former)
+            members_of.setdefault(representative.series_id, []).append(member.with_verdict(verdict))
+        if left:
+            elected = reelect(left, context, som, former)
+            representative = next(c for c in elected if c.verdicts["som_dedup"].passed)
+            kept.append(representative)
+            members_of[representative.series_id] = [
+                c for c in elected if not c.verdicts["som_dedup"].passed
+            ]
+    kept.sort(key=lambda c: order[c.series_id])
+    return kept, removed
+
+
+def _regrouped(member: Candidate, former: str) -> Verdict:
+    """The ``som_dedup`` verdict of a group member that is a cost shift itself."""
+    previous = member.verdicts.get("som_dedup")
+    cell = previous.numbers.get("cell") if previous is not None else None
+    return Verdict(
+        "som_dedup",
+        True,
+        f"group re-evaluated after its representative {former} was removed as a cost shift",
+        {"cell": cell, "former_representative": former},
+    )
 
 
 def with_group_verdict(candidate: Candidate, group_id: str, duplicates: list[str]) -> Candidate:

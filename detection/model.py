@@ -337,9 +337,10 @@ class DedupContext:
     ``series``: every series of the run, id → (times, oriented values), for domain costs and
     correlations. ``popularity``: subroutine → share of samples whose stack contains it
     (FBDetect's PopularityScore). ``callers``: subroutine → every subroutine seen above it on
-    its stacks (its upstream-caller cost domain). ``stacks``: subroutine → its ``StackShare``.
-    ``commit_subroutines``: commit → subroutines it modifies (the root-cause bitmap and the
-    commit cost domain; empty until attribution supplies it). ``metadata``: series id → the
+    its stacks (its upstream-caller cost domain). ``stacks``: subroutine → its ``StackShare``
+    (the candidates' and the callers present on all of a candidate's stacks). ``commit_subroutines``: commit →
+    subroutines it modifies (the root-cause bitmap and the commit cost domain; `regbot run`
+    supplies it from the deploy's commits, `regbot detect` has none). ``metadata``: series id → the
     metadata annotation of its frame, if any.
     """
 

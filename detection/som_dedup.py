@@ -61,13 +61,56 @@ sixth of the analysis window apart (4 points of 24) can share a cell. 10,000 can
 the representative's unit as ``cell``; the representative's verdict also lists the merged
 ``units``.
 
-**ImportanceScore** (within a cell): w1·relative + w2·absolute + w3·(1 − popularity) +
-w4·root-cause-found. Each term is in [0, 1], so that the weights (0.2/0.6/0.1/0.1) mean what
-they say:
+**Stack groups** (``stack_links``, ``group_labels``; regbot's addition to §5.5.1). After a
+deploy every commit lands at once, so independent regressions of one deploy share time and
+shape and fall into one cell, while a caller far above a regressed leaf carries much other code,
+so its series is noisier and its features scatter to other cells. The stack samples
+(``context.stacks``) say which candidates can be one change: a cascade's members share samples
+(every caller's stacks include the regressed leaf's). Sharing is not transitive evidence,
+though: every stack of a service holds ``handle_request``, whose regression (the echo of two
+unrelated leaves that regressed at the same deploy) would chain the two into one group, and a
+group is judged, and can be removed, through its representative alone. Groups are therefore
+built from leaf-to-ancestor links, never across siblings:
 
-* relative: delta / |mean before|, capped at ``RELATIVE_CAP`` (the cap when the level before
-  is 0, which is a new cost), divided by the cell's largest;
-* absolute: delta divided by the cell's largest |delta|;
+* *moment*: candidates connected through shared stacks (directly or through others) whose change
+  points chain within ``CASCADE_BUCKETS`` (8) buckets of each other, the change-point location
+  jitter of a noisy caller. Links only join candidates of one moment.
+* *ancestor*: of two candidates of one moment that share stacks, the one in the other's
+  ``context.callers`` (and not the reverse) is the other's ancestor; without that evidence (no
+  callers, or each in the other's: recursion) the one with more samples, then the larger
+  series id.
+* *leaf*: a candidate that is no other's ancestor. It heads its own group.
+* An ancestor joins the group of one leaf below it: the leaf whose rise as seen inside it (the
+  leaf's delta × the share of the leaf's samples on stacks that hold the ancestor) comes closest
+  to the ancestor's own rise. When no leaf explains more than the ancestor rose, that is the
+  leaf that explains most of it; a leaf that would explain more than that (its rise was offset
+  inside the ancestor, as a cost shift's is) counts by how close it comes. Ties: the larger
+  explained rise, then the smaller series id. So a caller whose rise is the sum of two unrelated
+  leaves' joins the group of the larger one, and the leaves stay apart. An ancestor with no leaf
+  below it in its moment heads its own group.
+* Final groups: candidates with stacks by their head, whatever their SOM cells; a candidate
+  without stacks (no sample store, a throughput series) stays in its SOM cell, with the head
+  that has the most members there (ties: the lowest), or with its cell alone.
+* *Credited change*: in the ImportanceScore an ancestor counts min(its delta, its head's rise
+  seen inside it), not the rises of other groups its inclusive series also carries, so a caller
+  summing two leaves does not outrank its own group's leaf on the absolute change. Heads and
+  candidates without stacks count their own delta.
+
+Known limit: a caller whose own code regressed at the same moment as a leaf below it joins that
+leaf's group; its extra rise is not split off. The links cost one sparse product,
+O(Σ over stacks of (candidates holding it)²), then a pass over the sharing pairs.
+
+After SOMDedup the cost-shift check judges the representatives; for a group whose
+representative it removes, ``rehome`` places the other members again without the cost shifts
+and ``reelect`` elects the next representative (see ``regbot.detection.dedup``).
+
+**ImportanceScore** (within a group): w1·relative + w2·absolute + w3·(1 − popularity) +
+w4·root-cause-found, over each member's credited change. Each term is in [0, 1], so that the
+weights (0.2/0.6/0.1/0.1) mean what they say:
+
+* relative: credited change / |mean before|, capped at ``RELATIVE_CAP`` (the cap when the level
+  before is 0, which is a new cost), divided by the group's largest;
+* absolute: credited change divided by the group's largest |credited change|;
 * popularity: ``context.popularity`` of the subroutine, 0 for non-gCPU series and unknown
   subroutines (the paper prefers less widely invoked subroutines);
 * root cause found: any bit set.
@@ -83,9 +126,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.sparse.csgraph import connected_components
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -93,6 +139,7 @@ from regbot.detection.model import (
     Candidate,
     DedupContext,
     SomSettings,
+    StackShare,
     Verdict,
     subroutine_of_series,
 )
@@ -100,13 +147,22 @@ from regbot.errors import InputError
 
 __all__ = [
     "BLOCK_WEIGHTS",
+    "CASCADE_BUCKETS",
     "MERGE_DISTANCE",
+    "Election",
+    "StackLinks",
+    "elect",
     "grid_side",
+    "group_labels",
     "importance_scores",
+    "joined_verdict",
+    "reelect",
+    "rehome",
     "root_cause_bitmap",
     "series_popularity",
     "som_dedup",
     "som_features",
+    "stack_links",
     "train_som",
 ]
 
@@ -310,12 +366,18 @@ def importance_scores(
     popularity: np.ndarray,
     root_cause_found: np.ndarray,
     weights: tuple[float, float, float, float],
+    changes: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """ImportanceScore of candidates compared with each other (one cell), given each one's
-    popularity (n,) and whether a root cause was found (n,) bool: (n,) scores and the (n, 4)
-    terms (relative change, absolute change, 1 − popularity, root cause found), each in
-    [0, 1]; see the module docstring."""
-    delta = np.array([c.delta for c in candidates], dtype=np.float64)
+    """ImportanceScore of candidates compared with each other (one group), given each one's
+    popularity (n,), whether a root cause was found (n,) bool and the change each one is
+    credited with in the group (n,; None: its own delta; see "Stack groups"): (n,) scores and
+    the (n, 4) terms (relative change, absolute change, 1 − popularity, root cause found), each
+    in [0, 1]; see the module docstring."""
+    delta = (
+        np.array([c.delta for c in candidates], dtype=np.float64)
+        if changes is None
+        else np.asarray(changes, dtype=np.float64)
+    )
     before = np.abs(np.array([c.mean_before for c in candidates], dtype=np.float64))
     new_cost = np.where(delta > 0, RELATIVE_CAP, 0.0)
     relative = np.where(before > 0, delta / np.where(before > 0, before, 1.0), new_cost)
@@ -345,14 +407,172 @@ def series_popularity(series_id: str, context: DedupContext) -> float:
     return min(max(float(context.popularity.get(subroutine, 0.0)), 0.0), 1.0)
 
 
+@dataclass(frozen=True, slots=True)
+class Election:
+    """One group's ImportanceScore election: the representative's position in the group, and
+    per member its score, its (n, 4) terms, the change it was credited with and whether a root
+    cause was found for it."""
+
+    best: int
+    scores: np.ndarray
+    terms: np.ndarray
+    credited: np.ndarray
+    found: np.ndarray
+
+
+def elect(
+    group: Sequence[Candidate],
+    context: DedupContext,
+    settings: SomSettings,
+    credited: np.ndarray | None = None,
+) -> Election:
+    """The group's representative: the highest ImportanceScore over ``credited`` changes (None:
+    the stack links among the group's own members decide them); ties go to the lower
+    popularity, then the smaller series id, then the earlier member."""
+    if credited is None:
+        credited = stack_links(group, context).credited
+    popularity = np.array([series_popularity(c.series_id, context) for c in group])
+    found = root_cause_bitmap(group, context).any(axis=1)
+    scores, terms = importance_scores(group, popularity, found, settings.weights, credited)
+    best = min(
+        range(len(group)),
+        key=lambda k: (-scores[k], popularity[k], group[k].series_id, k),
+    )
+    return Election(best, scores, terms, np.asarray(credited, dtype=np.float64), found)
+
+
+# --- stack groups ---------------------------------------------------------------------------
+
+CASCADE_BUCKETS = 8  # change points this many buckets apart are one moment (location jitter)
+
+
+@dataclass(frozen=True, slots=True)
+class StackLinks:
+    """How the candidates of one batch hang together through their stack samples (module
+    docstring, "Stack groups"). Per candidate: ``head``, the index of the candidate whose group
+    it joins (itself for a head, -1 without stack samples); ``credited``, the change it is
+    credited with in that group (its own delta for a head or without stacks; for an ancestor,
+    its rise explained by its head, at most its own delta)."""
+
+    head: np.ndarray
+    credited: np.ndarray
+
+
+def stack_links(candidates: Sequence[Candidate], context: DedupContext) -> StackLinks:
+    """Leaf-to-ancestor links among ``candidates`` (module docstring, "Stack groups").
+
+    One sparse product gives, for every pair sharing a stack, the weight of one's samples on
+    stacks that also hold the other: O(Σ over stacks of (candidates holding it)²), then a pass
+    over those pairs."""
+    n = len(candidates)
+    delta = np.array([c.delta for c in candidates], dtype=np.float64)
+    head = np.full(n, -1, dtype=np.int64)
+    credited = delta.copy()
+    rows: list[int] = []
+    shares: list[StackShare] = []
+    for i, candidate in enumerate(candidates):
+        sub = subroutine_of_series(candidate.series_id)
+        share = context.stacks.get(sub) if sub is not None else None
+        if share is not None and len(share.stack_ids) > 0:
+            rows.append(i)
+            shares.append(share)
+    if not rows:
+        return StackLinks(head, credited)
+    head[rows] = rows
+    ids = [np.asarray(s.stack_ids, dtype=np.int64) for s in shares]
+    columns = np.unique(np.concatenate(ids))
+    indptr = np.concatenate(([0], np.cumsum([len(i) for i in ids])))
+    indices = np.searchsorted(columns, np.concatenate(ids))
+    weights = np.concatenate([np.asarray(s.weights, dtype=np.float64) for s in shares])
+    weighted = sparse.csr_matrix((weights, indices, indptr), shape=(len(rows), len(columns)))
+    weighted.sum_duplicates()
+    present = weighted.copy()
+    present.data[:] = 1.0
+    inside = (weighted @ present.T).tocoo()  # [a, b]: a's samples on stacks also holding b
+    totals = np.asarray(weighted.sum(axis=1)).ravel()
+
+    subs = [subroutine_of_series(candidates[i].series_id) or "" for i in rows]
+    names = [candidates[i].series_id for i in rows]
+    moment = _moments([candidates[i] for i in rows], inside)
+
+    def above(upper: int, lower: int) -> bool:
+        """``upper`` is an ancestor of ``lower`` (positions in ``rows``)."""
+        up = subs[upper] in context.callers.get(subs[lower], ())
+        down = subs[lower] in context.callers.get(subs[upper], ())
+        if up != down:
+            return up
+        return (totals[upper], names[upper]) > (totals[lower], names[lower])
+
+    below_of: dict[int, list[tuple[int, float]]] = {}  # ancestor -> [(below, share inside)]
+    for a, b, weight in zip(inside.row.tolist(), inside.col.tolist(), inside.data.tolist()):
+        if a == b or weight <= 0 or moment[a] != moment[b] or not above(b, a):
+            continue
+        below_of.setdefault(b, []).append((a, weight / totals[a] if totals[a] > 0 else 0.0))
+    local_delta = delta[rows]
+    for upper, below in below_of.items():
+        explained = [
+            (abs(local_delta[upper] - e), -e, names[lower], lower, e)
+            for lower, share in below
+            if lower not in below_of
+            for e in (max(local_delta[lower], 0.0) * share,)
+        ]
+        if explained:
+            _, _, _, lower, e = min(explained)
+            head[rows[upper]] = rows[lower]
+            credited[rows[upper]] = min(local_delta[upper], e)
+    return StackLinks(head, credited)
+
+
+def _moments(candidates: Sequence[Candidate], inside: sparse.coo_matrix) -> np.ndarray:
+    """Per candidate, its moment: candidates connected through shared stacks (``inside``'s
+    pattern, directly or through others) whose change points chain within ``CASCADE_BUCKETS``
+    buckets of each other (sorted by change time, a larger gap starts a new moment)."""
+    k = len(candidates)
+    _, component = connected_components(inside, directed=False)
+    times = candidates[0].times_s
+    spacing = float(np.median(np.diff(times))) if len(times) > 1 else 0.0
+    tolerance = CASCADE_BUCKETS * spacing
+    change = np.array([c.change_time_s for c in candidates])
+    order = np.lexsort((change, component))
+    gap = np.diff(change[order]) > tolerance
+    new_component = np.diff(component[order]) != 0
+    starts = np.concatenate(([True], gap | new_component))
+    moment = np.empty(k, dtype=np.int64)
+    moment[order] = np.cumsum(starts) - 1
+    return moment
+
+
+def group_labels(cells: np.ndarray, links: StackLinks) -> np.ndarray:
+    """Final groups: candidates with stack samples are grouped by their ``head`` (the SOM cell
+    does not split a head's group, nor join two); a candidate without stacks stays in its SOM
+    cell, with the head that has the most members in that cell (ties: the lowest index), or
+    with the cell alone when no member of the cell has stacks. Labels are ints, one per group."""
+    cells = np.asarray(cells, dtype=np.int64)
+    n = len(cells)
+    labels = np.where(links.head >= 0, links.head, -1).astype(np.int64)
+    stacked = links.head >= 0
+    cell_ids = np.unique(cells)
+    for cell in cell_ids.tolist():
+        loose = np.flatnonzero((cells == cell) & ~stacked)
+        if loose.size == 0:
+            continue
+        heads = links.head[(cells == cell) & stacked]
+        if heads.size:
+            values, counts = np.unique(heads, return_counts=True)
+            labels[loose] = int(values[np.argmax(counts)])  # first maximum: the lowest head
+        else:
+            labels[loose] = n + int(np.searchsorted(cell_ids, cell))
+    return labels
+
+
 # --- the stage ------------------------------------------------------------------------------
 
 
 def som_dedup(
     candidates: list[Candidate], context: DedupContext, settings: SomSettings
 ) -> list[Candidate]:
-    """Every candidate, in input order, with a ``som_dedup`` verdict: each cell's representative
-    passes, the other members fail as its duplicates. One map per ``kind``."""
+    """Every candidate, in input order, with a ``som_dedup`` verdict: each group's
+    representative passes, the other members fail as its duplicates. One map per ``kind``."""
     _validate(settings)
     verdicts: dict[int, Verdict] = {}
     by_kind: dict[str, list[int]] = {}
@@ -364,26 +584,101 @@ def som_dedup(
     return [c.with_verdict(verdicts[i]) for i, c in enumerate(candidates)]
 
 
+def reelect(
+    group: Sequence[Candidate], context: DedupContext, settings: SomSettings, former: str
+) -> list[Candidate]:
+    """The remaining members of a group whose representative ``former`` (a series id) the
+    cost-shift check removed, with new ``som_dedup`` verdicts: the next representative by the
+    same rule (``elect`` over these members, their stack links recomputed among themselves, so
+    an ancestor whose head was removed is credited with its own rise) passes, the others are its
+    duplicates. Each keeps the ``cell`` of its former verdict."""
+    _validate(settings)
+    if not group:
+        return []
+    election = elect(group, context, settings)
+    representative = group[election.best]
+    out = []
+    for k, candidate in enumerate(group):
+        former_numbers = candidate.verdicts[STAGE].numbers if STAGE in candidate.verdicts else {}
+        cell = former_numbers.get("cell")
+        if k == election.best:
+            verdict = Verdict(
+                STAGE,
+                True,
+                f"representative of {len(group)} after {former} was removed as a cost shift",
+                {
+                    "cell": cell,
+                    "former_representative": former,
+                    **_election_numbers(election, k),
+                    "members": [c.series_id for c in group],
+                },
+            )
+        else:
+            verdict = Verdict(
+                STAGE,
+                False,
+                f"duplicate of {representative.series_id}",
+                {
+                    "cell": cell,
+                    "unit": former_numbers.get("unit", cell),
+                    "representative": representative.series_id,
+                    "former_representative": former,
+                    "importance": float(election.scores[k]),
+                    "representative_importance": float(election.scores[election.best]),
+                    "credited_change": float(election.credited[k]),
+                },
+            )
+        out.append(candidate.with_verdict(verdict))
+    return out
+
+
+def rehome(
+    orphans: Sequence[Candidate], groups: Sequence[Sequence[Candidate]], context: DedupContext
+) -> list[int]:
+    """Per orphan (a member of a group whose representative the cost-shift check removed, not a
+    cost shift itself), the index in ``groups`` (the groups that stand, each a list of members)
+    of the group it now belongs to, or -1. Stack links are recomputed over the orphans and the
+    groups' members, the cost shifts gone (a cost shift moved cost inside its domain, so it
+    explains nothing above it): an orphan whose new head is a member of a standing group joins
+    that group; one that heads itself, or is headed by another orphan, gets -1."""
+    pool = [*orphans, *(member for group in groups for member in group)]
+    owner = [-1] * len(orphans) + [g for g, group in enumerate(groups) for _ in group]
+    head = stack_links(pool, context).head
+    return [owner[int(head[i])] if head[i] >= 0 else -1 for i in range(len(orphans))]
+
+
+def joined_verdict(candidate: Candidate, representative: Candidate, former: str) -> Verdict:
+    """The ``som_dedup`` verdict of an orphan that ``rehome`` moved into ``representative``'s
+    group (``former``: the removed representative of its group)."""
+    previous = candidate.verdicts.get(STAGE)
+    numbers = previous.numbers if previous is not None else {}
+    return Verdict(
+        STAGE,
+        False,
+        f"duplicate of {representative.series_id}",
+        {
+            "cell": numbers.get("cell"),
+            "unit": numbers.get("unit", numbers.get("cell")),
+            "representative": representative.series_id,
+            "former_representative": former,
+        },
+    )
+
+
 def _kind_verdicts(
     candidates: list[Candidate], context: DedupContext, settings: SomSettings
 ) -> list[Verdict]:
     side = grid_side(len(candidates))
-    features, bitmap = som_features(candidates, context, settings.fourier_terms, settings.seed)
+    features, _ = som_features(candidates, context, settings.fourier_terms, settings.seed)
     _, bmu = train_som(features, side, settings.epochs, settings.seed)
-    cells = split_by_stacks(candidates, _merged_cells(features, bmu, MERGE_DISTANCE), context)
-    popularity = np.array([series_popularity(c.series_id, context) for c in candidates])
-    found = bitmap.any(axis=1)
+    links = stack_links(candidates, context)
+    labels = group_labels(_merged_cells(features, bmu, MERGE_DISTANCE), links)
     verdicts: dict[int, Verdict] = {}
-    for label in np.unique(cells):
-        members = np.flatnonzero(cells == label).tolist()
+    for label in np.unique(labels):
+        members = np.flatnonzero(labels == label).tolist()
         group = [candidates[i] for i in members]
-        scores, terms = importance_scores(
-            group, popularity[members], found[members], settings.weights
-        )
-        best = min(
-            range(len(group)),
-            key=lambda k: (-scores[k], popularity[members[k]], group[k].series_id, k),
-        )
+        election = elect(group, context, settings, links.credited[members])
+        best = election.best
         representative = group[best]
         cell = _grid_position(int(bmu[members[best]]), side)
         for k, i in enumerate(members):
@@ -397,11 +692,7 @@ def _kind_verdicts(
                         "cell": cell,
                         "units": [_grid_position(u, side) for u in units],
                         "side": side,
-                        "importance": float(scores[k]),
-                        "relative_change": float(terms[k, 0]),
-                        "absolute_change": float(terms[k, 1]),
-                        "popularity_term": float(terms[k, 2]),
-                        "root_cause_found": bool(found[i]),
+                        **_election_numbers(election, k),
                         "members": [c.series_id for c in group],
                     },
                 )
@@ -414,98 +705,23 @@ def _kind_verdicts(
                         "cell": cell,
                         "unit": _grid_position(int(bmu[i]), side),
                         "representative": representative.series_id,
-                        "importance": float(scores[k]),
-                        "representative_importance": float(scores[best]),
+                        "importance": float(election.scores[k]),
+                        "representative_importance": float(election.scores[best]),
+                        "credited_change": float(election.credited[k]),
                     },
                 )
     return [verdicts[i] for i in range(len(candidates))]
 
 
-def split_by_stacks(
-    candidates: Sequence[Candidate], cells: np.ndarray, context: DedupContext
-) -> np.ndarray:
-    """Cells split so that gCPU regressions whose stacks share no sample are never one group.
-
-    regbot's addition to §5.5.1. The SOM places items by time, shape and names; after a deploy
-    every commit lands at once, so independent regressions of one deploy share time and shape
-    and fall into one cell. A cascade's members share stack samples (every caller's stacks
-    include the regressed leaf's), independent changes in unrelated code do not. Candidates
-    connected through shared stack ids (``context.stacks``), directly or through other
-    candidates, form a component; a cell holding several components is split along them. A
-    candidate without stacks (no sample store, a throughput series) stays with the cell's
-    largest component. Union-find over the stack ids, O(total stack ids)."""
-    labels = np.asarray(cells, dtype=np.int64).copy()
-    if not context.stacks:
-        return labels
-    parent = list(range(len(candidates)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    first_holder: dict[int, int] = {}
-    has_stacks = np.zeros(len(candidates), dtype=bool)
-    for i, candidate in enumerate(candidates):
-        sub = subroutine_of_series(candidate.series_id)
-        share = context.stacks.get(sub) if sub is not None else None
-        if share is None or len(share.stack_ids) == 0:
-            continue
-        has_stacks[i] = True
-        for stack in share.stack_ids.tolist():
-            other = first_holder.setdefault(stack, i)
-            if other != i:
-                parent[find(i)] = find(other)
-    next_label = int(labels.max()) + 1 if len(labels) else 0
-    for cell in np.unique(labels):
-        members = np.flatnonzero((labels == cell) & has_stacks)
-        roots = [find(int(i)) for i in members]
-        if len(set(roots)) <= 1:
-            continue
-        sizes = {r: roots.count(r) for r in set(roots)}
-        largest = max(sizes, key=lambda r: (sizes[r], -r))
-        for i, root in zip(members.tolist(), roots):
-            if root != largest:
-                labels[i] = next_label + root
-    return _join_simultaneous(candidates, labels, has_stacks, find)
-
-
-CASCADE_BUCKETS = 8  # change points this many buckets apart are one moment (location jitter)
-
-
-def _join_simultaneous(
-    candidates: Sequence[Candidate], labels: np.ndarray, has_stacks: np.ndarray, find
-) -> np.ndarray:
-    """Members of one stack-sharing component whose change points lie within
-    ``CASCADE_BUCKETS`` buckets of each other (chained) are one cascade and get one label, even
-    when the SOM put them in different cells: a caller far above the regressed leaf carries much
-    other code, so its series is noisier and its shape features scatter, but its samples contain
-    the leaf's and it changed at the same moment."""
-    stacked = np.flatnonzero(has_stacks)
-    if len(stacked) < 2:
-        return labels
-    times = candidates[int(stacked[0])].times_s
-    spacing = float(np.median(np.diff(times))) if len(times) > 1 else 0.0
-    tolerance = CASCADE_BUCKETS * spacing
-    by_component: dict[int, list[int]] = {}
-    for i in stacked.tolist():
-        by_component.setdefault(find(i), []).append(i)
-    for items in by_component.values():
-        items.sort(key=lambda i: candidates[i].change_time_s)
-        cluster = [items[0]]
-        for previous, current in zip(items, items[1:]):
-            gap = candidates[current].change_time_s - candidates[previous].change_time_s
-            if gap > tolerance:
-                _one_label(labels, cluster)
-                cluster = []
-            cluster.append(current)
-        _one_label(labels, cluster)
-    return labels
-
-
-def _one_label(labels: np.ndarray, items: list[int]) -> None:
-    labels[items] = min(int(labels[i]) for i in items)
+def _election_numbers(election: Election, k: int) -> dict[str, object]:
+    return {
+        "importance": float(election.scores[k]),
+        "relative_change": float(election.terms[k, 0]),
+        "absolute_change": float(election.terms[k, 1]),
+        "popularity_term": float(election.terms[k, 2]),
+        "root_cause_found": bool(election.found[k]),
+        "credited_change": float(election.credited[k]),
+    }
 
 
 def _grid_position(unit: int, side: int) -> list[int]:

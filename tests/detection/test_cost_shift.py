@@ -22,6 +22,7 @@ from regbot.detection.model import (
     Candidate,
     CostShiftSettings,
     DedupContext,
+    StackShare,
     Verdict,
     WindowBounds,
 )
@@ -377,3 +378,108 @@ def test_ten_thousand_candidates_share_domain_totals() -> None:
     verdicts = cost_shift_verdicts(cands, ctx, SETTINGS)
     assert len(verdicts) == 10_000
     assert any(not v.passed for v in verdicts)
+
+
+# --- the callers domain: only an enclosing caller -------------------------------------------
+
+HELPER, LEFT, RIGHT = "fmt (app/util.py)", "render (app/views.py)", "export (app/views.py)"
+HANDLE, MAIN = "handle (app/server.py)", "main (app/main.py)"
+
+
+def helper_scenario(seed: int) -> tuple[dict[str, np.ndarray], dict, dict[str, StackShare]]:
+    """``fmt`` regresses by D; 15% of its samples are under ``render``, 85% under ``export``;
+    both under ``handle``, under the program's root ``main``. Inclusive series: render = its own
+    code + 15% of fmt, export = its own + 85% of fmt, handle = its own + render + export.
+    Stacks: 1 main>handle>render>fmt, 2 main>handle>export>fmt, 3 render's own, 4 export's own,
+    5 handle's own, 6 main's own (idle)."""
+    rng = np.random.default_rng(seed)
+    fmt = level(rng, 0.02, D)
+    render = level(rng, 0.03) + 0.15 * fmt  # the smallest caller above fmt's level
+    export = level(rng, 0.05) + 0.85 * fmt
+    handle = level(rng, 0.1) + render + export
+    series = {
+        f"gcpu:{HELPER}": fmt,
+        f"gcpu:{LEFT}": render,
+        f"gcpu:{RIGHT}": export,
+        f"gcpu:{HANDLE}": handle,
+        f"gcpu:{MAIN}": np.ones(N),
+    }
+    callers = {HELPER: frozenset({LEFT, RIGHT, HANDLE, MAIN})}
+    stacks = {
+        HELPER: share([1, 2]),
+        LEFT: share([1, 3]),
+        RIGHT: share([2, 4]),
+        HANDLE: share([1, 2, 3, 4, 5]),
+        MAIN: share([1, 2, 3, 4, 5, 6]),
+    }
+    return series, callers, stacks
+
+
+def share(ids: list[int]) -> StackShare:
+    return StackShare(np.array(ids, dtype=np.int64), np.full(len(ids), 10.0))
+
+
+def test_a_helper_with_two_callers_that_regresses_is_not_a_cost_shift() -> None:
+    """Neither caller is on all of fmt's stacks: the tightest enclosing caller is handle (main,
+    on every sample, stays excluded), whose inclusive cost rises with fmt."""
+    target = f"gcpu:{HELPER}"
+    for seed in SEEDS:
+        series, callers, stacks = helper_scenario(seed)
+        verdict = judge(series, target, callers=callers, stacks=stacks)
+        numbers = plain(verdict)
+        assert verdict.passed
+        assert numbers["domain_kinds"] == ["callers"]
+        assert numbers["domain_names"] == [HANDLE]
+        assert numbers["domain_checks"] == ["real increase"]
+    # Without stack evidence the callers set stands as given (no sample store): the smallest
+    # caller above fmt's level, render, holds 15% of the rise and calls it a shift.
+    series, callers, _ = helper_scenario(0)
+    blind = plain(judge(series, target, callers=callers))
+    assert blind["domain_names"] == [LEFT] and blind["domain_checks"] == ["shift"]
+
+
+def test_a_caller_without_stack_samples_is_not_shown_to_enclose() -> None:
+    series, callers, stacks = helper_scenario(0)
+    del stacks[HANDLE]
+    verdict = judge(series, f"gcpu:{HELPER}", callers=callers, stacks=stacks)
+    assert verdict.passed and plain(verdict)["domain_kinds"] == []
+
+
+def sibling_scenario(seed: int, shifted: bool) -> tuple[dict[str, np.ndarray], dict, dict]:
+    """``encode`` and ``pack`` are ``serialize``'s leaves (stacks 1, 2; serialize's own: 3),
+    under ``handle`` (its own: 4). ``encode`` rises by D; with ``shifted``, ``pack`` falls by D
+    (work moved between the siblings: serialize stays flat)."""
+    rng = np.random.default_rng(seed)
+    encode = level(rng, 0.02, D)
+    pack = level(rng, 0.03, -D if shifted else 0.0)
+    serialize = level(rng, 0.01) + encode + pack
+    handle = level(rng, 0.1) + serialize
+    enc, pk, ser = "encode (app/codec.py)", "pack (app/codec.py)", "serialize (app/codec.py)"
+    series = {
+        f"gcpu:{enc}": encode,
+        f"gcpu:{pk}": pack,
+        f"gcpu:{ser}": serialize,
+        f"gcpu:{HANDLE}": handle,
+    }
+    callers = {enc: frozenset({ser, HANDLE}), pk: frozenset({ser, HANDLE})}
+    stacks = {
+        enc: share([1]),
+        pk: share([2]),
+        ser: share([1, 2, 3]),
+        HANDLE: share([1, 2, 3, 4]),
+    }
+    return series, callers, stacks
+
+
+def test_a_shift_between_siblings_inside_one_enclosing_caller_is_still_a_cost_shift() -> None:
+    target = "gcpu:encode (app/codec.py)"
+    filtered = 0
+    for seed in SEEDS:
+        series, callers, stacks = sibling_scenario(seed, shifted=True)
+        verdict = judge(series, target, callers=callers, stacks=stacks)
+        filtered += not verdict.passed
+        assert plain(verdict)["domain_names"][0] == "serialize (app/codec.py)"
+    assert filtered / len(SEEDS) >= 0.95
+    series, callers, stacks = sibling_scenario(0, shifted=False)  # a real rise of encode
+    kept = judge(series, target, callers=callers, stacks=stacks)
+    assert kept.passed and plain(kept)["domain_checks"][0] == "real increase"

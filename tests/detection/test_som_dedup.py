@@ -11,12 +11,20 @@ import numpy as np
 import pytest
 
 from regbot.detection import som_dedup as som
-from regbot.detection.model import Candidate, DedupContext, SomSettings, Verdict, WindowBounds
+from regbot.detection.model import (
+    Candidate,
+    DedupContext,
+    SomSettings,
+    StackShare,
+    Verdict,
+    WindowBounds,
+)
 from regbot.detection.som_dedup import (
     grid_side,
     importance_scores,
     root_cause_bitmap,
     som_dedup,
+    stack_links,
     train_som,
 )
 from regbot.errors import InputError
@@ -378,3 +386,92 @@ def test_settings_are_validated() -> None:
         som_dedup([twin("gcpu:a (x.py)")], DedupContext(), SomSettings(epochs=0))
     with pytest.raises(InputError, match="SomSettings.weights"):
         som_dedup([twin("gcpu:a (x.py)")], DedupContext(), SomSettings(weights=(1.0, 2.0)))  # type: ignore[arg-type]
+
+
+# --- stack groups: leaf-to-ancestor links ---------------------------------------------------
+
+LEFT, RIGHT, CALLER = "parse (a.py)", "encode (c.py)", "handle_request (server.py)"
+
+
+def two_leaves_under_one_caller(
+    seed: int, left: float, right: float, callers: bool = True
+) -> tuple[list[Candidate], DedupContext]:
+    """Two unrelated leaves regress at the same hour by ``left`` and ``right``; their common
+    caller's inclusive gCPU rises by the sum. Stacks: 1-2 caller>parse, 3-4 caller>encode, 5
+    the caller's own code; every stack carries 10 samples in the windows."""
+    rng = np.random.default_rng(seed)
+    at = N_HIST + 6
+    step = profile("step", at)
+    parse = 1.0 + left * step + rng.normal(0.0, 0.05, N_POINTS)
+    encode = 1.0 + right * step + rng.normal(0.0, 0.05, N_POINTS)
+    caller = parse + encode + 5.0 + rng.normal(0.0, 0.05, N_POINTS)
+    candidates = [
+        make_candidate(f"gcpu:{LEFT}", parse, at),
+        make_candidate(f"gcpu:{RIGHT}", encode, at),
+        make_candidate(f"gcpu:{CALLER}", caller, at + int(rng.integers(-1, 2))),
+    ]
+    stacks = {
+        LEFT: StackShare(np.array([1, 2]), np.full(2, 10.0)),
+        RIGHT: StackShare(np.array([3, 4]), np.full(2, 10.0)),
+        CALLER: StackShare(np.arange(1, 6), np.full(5, 10.0)),
+    }
+    context = DedupContext(
+        popularity={LEFT: 0.02, RIGHT: 0.02, CALLER: 0.9},
+        callers={LEFT: frozenset({CALLER}), RIGHT: frozenset({CALLER})} if callers else {},
+        stacks=stacks,
+    )
+    return candidates, context
+
+
+@pytest.mark.parametrize("callers", [True, False])
+def test_a_caller_of_two_unrelated_leaves_does_not_join_them(callers: bool) -> None:
+    """Two groups; the caller, whose rise is the sum, joins the larger leaf's group and is
+    credited with that leaf's part only, so each leaf represents its own group. Without callers
+    the caller is told from its leaves by its larger sample weight."""
+    for seed in SEEDS:
+        left, right = (0.5, 0.3) if seed % 2 else (0.3, 0.5)
+        candidates, context = two_leaves_under_one_caller(seed, left, right, callers)
+        parse, encode, caller = (
+            c.verdicts["som_dedup"] for c in som_dedup(candidates, context, SETTINGS)
+        )
+        assert parse.passed and encode.passed and not caller.passed
+        larger = LEFT if left > right else RIGHT
+        assert caller.numbers["representative"] == f"gcpu:{larger}"
+        assert parse.numbers["members"] == [f"gcpu:{LEFT}"] + (
+            [f"gcpu:{CALLER}"] if larger == LEFT else []
+        )
+        credited = caller.numbers["credited_change"]
+        assert credited == pytest.approx(max(left, right), abs=0.05)
+        assert credited < candidates[2].delta - 0.2  # not the sum it measured
+
+
+def test_stack_links_by_hand() -> None:
+    candidates, context = two_leaves_under_one_caller(0, 0.5, 0.3)
+    links = stack_links(candidates, context)
+    assert links.head.tolist() == [0, 1, 0]
+    delta = [c.delta for c in candidates]
+    assert links.credited[:2].tolist() == delta[:2]
+    assert links.credited[2] == min(delta[2], delta[0])  # parse's samples all lie under it
+    # Half of parse's samples under the caller: it explains half of parse's rise.
+    half = DedupContext(
+        callers=context.callers,
+        stacks={**context.stacks, CALLER: StackShare(np.array([1, 3, 4, 5]), np.full(4, 10.0))},
+    )
+    links = stack_links(candidates, half)
+    assert links.head.tolist() == [0, 1, 1]  # now encode's whole rise comes closer
+    assert links.credited[2] == pytest.approx(min(delta[2], delta[1]))
+    # A candidate without stacks has no head and keeps its delta.
+    qps = make_candidate("qps:svc", candidates[0].values, N_HIST + 6, kind="throughput")
+    links = stack_links([*candidates, qps], context)
+    assert links.head[3] == -1 and links.credited[3] == qps.delta
+
+
+def test_an_ancestor_changing_at_another_moment_is_its_own_group() -> None:
+    candidates, context = two_leaves_under_one_caller(3, 0.5, 0.3)
+    late = N_HIST + 6 + som.CASCADE_BUCKETS + 4
+    values = candidates[2].values.copy()
+    candidates[2] = make_candidate(candidates[2].series_id, values, late)
+    links = stack_links(candidates, context)
+    assert links.head.tolist() == [0, 1, 2]
+    out = som_dedup(candidates, context, SETTINGS)
+    assert all(c.verdicts["som_dedup"].passed for c in out)
