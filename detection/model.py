@@ -84,6 +84,48 @@ class WindowBounds:
             extended_start + windows.extended_s,
         )
 
+    def for_series(self, times_s: np.ndarray, windows: Windows) -> WindowBounds:
+        """These bounds for one series, each window reaching further back until it holds
+        ``windows.min_points`` of the series' points; the run's bounds when they already do.
+
+        ``times_s``: the series' distinct timestamps, ascending (series readers average repeated
+        timestamps into one point, ``profiles.series_files.normalise_points``, so a point is a
+        distinct time: one build, however many times it was measured). Points after ``end_s``
+        do not count. Worked from ``end_s`` backwards: the extended window ``[e, end_s]``
+        starts at the earlier of its own start and its ``extended``-th last point (only when
+        the workload has an extended window); the analysis window keeps its duration, ending at
+        ``e``, and starts earlier still if it holds fewer than ``analysis`` points; the same for
+        the historical window. A series with fewer points than asked for reaches back to its
+        first point. Edges only ever move earlier, so a dense series gets the run's bounds
+        unchanged (``self``). O(log n)."""
+        need = windows.min_points
+        times = np.asarray(times_s, np.float64)
+        n_end = int(np.searchsorted(times, self.end_s, "right"))
+        e = self.extended_start_s
+        if self.end_s > self.extended_start_s:
+            e = _reach_back(times, e, n_end, need.extended)
+        a = self.analysis_start_s
+        if e != self.extended_start_s:
+            a = e - (self.extended_start_s - self.analysis_start_s)
+        a = _reach_back(times, a, int(np.searchsorted(times, e, "left")), need.analysis)
+        h = self.historical_start_s
+        if a != self.analysis_start_s:
+            h = a - (self.analysis_start_s - self.historical_start_s)
+        h = _reach_back(times, h, int(np.searchsorted(times, a, "left")), need.historical)
+        if (h, a, e) == (self.historical_start_s, self.analysis_start_s, self.extended_start_s):
+            return self
+        return WindowBounds(h, a, e, self.end_s)
+
+
+def _reach_back(times: np.ndarray, start_s: float, stop: int, need: int) -> float:
+    """The start of a window ending before index ``stop`` that holds at least ``need`` points:
+    ``start_s`` when ``[start_s, times[stop])`` already does, else the time of the ``need``-th
+    point before ``stop`` (or the first point when there are fewer)."""
+    held = stop - int(np.searchsorted(times, start_s, "left"))
+    if held >= need or stop == 0:
+        return start_s
+    return min(start_s, float(times[max(stop - need, 0)]))
+
 
 @dataclass(frozen=True, slots=True)
 class SeriesBatch:
@@ -255,19 +297,28 @@ class WentAwaySettings:
     """§5.2.2: SAX with ``sax_buckets`` (N = 20) letters, a letter valid when it holds at least
     ``sax_valid_share`` (X = 3%) of the points; a post-change string is a new pattern when more
     than ``new_pattern_share`` of its letters are invalid; Mann–Kendall at ``trend_alpha``; the
-    MAD coefficient 1.5 (threshold = coefficient × MAD × 1.4826); at least the last
-    ``gone_away_points`` points decide RegressionGoneAway, which calls a regression still present
-    only when they are above the baseline by ``gone_away_z`` level-noise units (one-sided 1%);
-    ``day_s`` is "the previous day"; a history significantly seasonal at one of ``periods_s``
-    (ACF at ``acf_alpha``) is deseasonalised before judging."""
+    MAD coefficient 1.5 (threshold = coefficient × MAD × 1.4826); SignificantRegression compares
+    the post-change level with the ``historical_percentile`` (95) of same-length levels in the
+    historical window and the ``previous_day_percentile`` (90) in the previous day
+    (``day_s``); RegressionGoneAway needs a downward shift inside the post-change points
+    significant at ``drop_alpha`` (with a third of the post-change points, at least
+    ``gone_away_points``, after it), after
+    which the level is within ``gone_away_z`` level-noise units of the baseline (one-sided 1%);
+    ``normal_tail_ratio``: the band of std / (1.4826·MAD) in which noise counts as normal
+    (means), outside it levels are medians; a history significantly seasonal at one of
+    ``periods_s`` (ACF at ``acf_alpha``) is deseasonalised before judging."""
 
     sax_buckets: int = 20
     sax_valid_share: float = 0.03
     new_pattern_share: float = 0.5
     trend_alpha: float = 0.01
     mad_coefficient: float = 1.5
+    historical_percentile: float = 95.0
+    previous_day_percentile: float = 90.0
     gone_away_points: int = 5
     gone_away_z: float = 2.326
+    drop_alpha: float = 0.01
+    normal_tail_ratio: tuple[float, float] = (0.8, 1.25)
     day_s: float = 86400.0
     periods_s: tuple[float, ...] = (86400.0, 604800.0)
     acf_alpha: float = 0.01

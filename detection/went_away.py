@@ -19,9 +19,10 @@ import numpy as np
 from scipy import stats
 
 from regbot.detection.model import Candidate, Verdict, WentAwaySettings
+from regbot.detection.noise_shape import Statistic, level_of, noise_shape, rolling_levels
 from regbot.detection.seasonality import choose_period
 
-__all__ = ["mann_kendall", "sax_letters", "valid_letters", "went_away_verdict"]
+__all__ = ["find_drop", "level_noise", "mann_kendall", "sax_letters", "valid_letters", "went_away_verdict"]
 
 STAGE = "went_away"
 MAD_NORMAL = 1.4826  # MAD of a normal sample × 1.4826 estimates its standard deviation
@@ -94,7 +95,8 @@ def mann_kendall(values: np.ndarray, alpha: float) -> MannKendall:
 
 @dataclass(frozen=True, slots=True)
 class _WindowLine:
-    """A window's level line: Theil–Sen when Mann–Kendall finds a trend, else flat at its median."""
+    """A window's level line: Theil–Sen when Mann–Kendall finds a trend, else flat at its level
+    (mean or median, by the noise shape)."""
 
     name: str
     trend: MannKendall
@@ -105,12 +107,14 @@ class _WindowLine:
     theil_sen_points: int
 
 
-def _window_line(name: str, times_s: np.ndarray, values: np.ndarray, alpha: float) -> _WindowLine:
+def _window_line(
+    name: str, times_s: np.ndarray, values: np.ndarray, alpha: float, statistic: Statistic
+) -> _WindowLine:
     trend = mann_kendall(values, alpha)
     x = times_s - times_s[0]
     used = 0
     if trend.direction == "none":
-        slope, intercept = 0.0, float(np.median(values))
+        slope, intercept = 0.0, level_of(values, statistic)
     else:
         xs, ys = x, values
         if x.size > THEIL_SEN_MAX_POINTS:  # evenly strided subsample keeps Theil–Sen O(1) here
@@ -144,18 +148,56 @@ def _pre_points(mask: np.ndarray, pre: np.ndarray) -> np.ndarray:
     return kept if kept.size else pre
 
 
-def level_noise(pre: np.ndarray, m: int, floor: float = 0.0) -> float:
-    """Robust standard deviation of the mean of ``m`` consecutive pre-change points: 1.4826 ×
-    MAD of the means of consecutive m-point blocks (the most recent blocks first, at least 8 of
-    them), or 1.4826 × MAD(points) / √m when there are fewer blocks; never below ``floor``."""
+def level_noise(
+    pre: np.ndarray, m: int, floor: float = 0.0, statistic: Statistic = "mean"
+) -> float:
+    """Robust standard deviation of an ``m``-point level (mean or median) of the pre-change
+    points: 1.4826 × MAD of the levels of every window of ``m`` consecutive points
+    (``rolling_levels``; autocorrelation and slow wander included), or 1.4826 × MAD(points) /
+    √m when the history holds fewer than 8·m points (too few windows to read a spread from);
+    never below ``floor``."""
     m = max(1, int(m))
-    blocks = len(pre) // m
-    if blocks >= 8:
-        means = pre[len(pre) - blocks * m :].reshape(blocks, m).mean(axis=1)
-        spread = MAD_NORMAL * float(np.median(np.abs(means - np.median(means))))
+    if len(pre) >= 8 * m:
+        levels = rolling_levels(pre, m, statistic)
+        spread = MAD_NORMAL * float(np.median(np.abs(levels - np.median(levels))))
     else:
         spread = MAD_NORMAL * float(np.median(np.abs(pre - np.median(pre)))) / np.sqrt(m)
     return float(max(spread, floor))
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """The most likely downward shift inside the post-change points: ``index`` is the first
+    point after it (0: none could be placed), ``llr`` its likelihood-ratio statistic,
+    ``p_value`` (χ², 2 degrees of freedom, as the change-point test)."""
+
+    index: int
+    llr: float
+    p_value: float
+
+
+def find_drop(post: np.ndarray, min_after: int, min_before: int = 1) -> Drop:
+    """The maximum-likelihood single downward mean shift in ``post`` (normal loss, exact search
+    over every split with at least ``min_before`` points before and ``min_after`` after, prefix
+    sums, O(n)), tested as the change-point stage tests a rise: LLR = n·log(σ̂₀²/σ̂₁²), χ²(2)."""
+    v = np.asarray(post, dtype=np.float64)
+    n = v.size
+    if n < min_before + max(1, min_after):
+        return Drop(0, 0.0, 1.0)
+    csum = np.concatenate(([0.0], np.cumsum(v)))
+    csq = np.concatenate(([0.0], np.cumsum(v * v)))
+    j = np.arange(min_before, n - max(1, min_after) + 1)
+    mean_a = csum[j] / j
+    mean_b = (csum[n] - csum[j]) / (n - j)
+    rss = (csq[j] - j * mean_a**2) + (csq[n] - csq[j] - (n - j) * mean_b**2)
+    rss = np.where(mean_a > mean_b, rss, np.inf)
+    best = int(np.argmin(rss))
+    if not np.isfinite(rss[best]):
+        return Drop(0, 0.0, 1.0)
+    total = float(csq[n] - csum[n] ** 2 / n)
+    tiny = np.finfo(float).tiny
+    llr = float(n * np.log(max(total, tiny) / max(float(rss[best]), tiny)))
+    return Drop(int(j[best]), llr, float(stats.chi2.sf(llr, 2)))
 
 
 def deseasonalise(
@@ -202,13 +244,24 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     * **NewPattern**: more than ``new_pattern_share`` of post-change points carry letters not
       valid pre-change, unless the post-change mean is below the lower edge of the lowest valid
       pre-change bucket (a new pattern that costs less).
-    * **SignificantRegression**: the largest letter among the post-change points (the
-      "post-regression analysis window" read as every point after the change, extended window
-      included: a change late in the analysis window has only a point or two there, whose
-      largest letter is low by chance) ≥ the largest valid pre-change letter, AND p90(post) >
-      p95(historical window, pre-change points) AND p90(post) > p90(pre-change points in
-      [change_time − day_s, change_time)). An empty
-      historical or previous-day set falls back to all pre-change points.
+    * **Noise shape** (``noise_shape``): the pre-change points decide whether levels are means
+      (normal noise) or medians (heavy tails, two or three levels: rank-based, so a short burst
+      in an upper mode or a few outliers do not move them). The verdict says which
+      (``noise``, ``noise_tail_ratio``, ``level_statistic``).
+    * **SignificantRegression**: the largest letter among the post-change points (every point
+      after the change, extended window included: a change late in the analysis window has
+      only a point or two there, whose largest letter is low by chance) ≥ the largest valid
+      pre-change letter, AND the post-change level > the 95th percentile of the levels of every
+      same-length window of the historical window, AND > the 90th percentile of those of the
+      previous day ([change_time − day_s, change_time)). An empty historical or previous-day
+      set falls back to all pre-change points.
+      *Why levels, not points.* §5.2.2 compares "the 90th percentile of values after the change"
+      with the history's 95th percentile. Read on single points, a lasting step smaller than
+      about half a standard deviation per point fails whatever the number of points behind it,
+      and a few outliers in a noisy history push its 95th percentile over a real +2.5% level.
+      Read on levels of the post-change length, the percentiles keep the paper's meaning (is
+      the new level outside the history's normal range?) at the resolution the post-change
+      points allow, and the history's own wander and autocorrelation set that range.
     * **LastingTrend**: two windows, post-change and the whole analysis window (analysis start
       to the end of data, extended window included). In each, Mann–Kendall (two-sided, at
       ``trend_alpha``) decides whether there is a trend; with one, the window's line is Theil–Sen
@@ -229,13 +282,17 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
       insufficient, since the value needs to recover to the normal level", and a standalone
       veto drops true steps whenever noise makes a chance downward trend (~2.5% per window at
       α = 0.05). A decaying spike still fails: its falling line ends near the baseline.
-    * **RegressionGoneAway**: the "last points" are the last two thirds of the post-change
-      points (at least ``gone_away_points``): a transient that recovers is over within the first
-      third of a post-change period as long as the analysis plus extended windows, and the more
-      points judge the end level, the fewer small real steps look gone by chance. The regression
-      has gone away when their mean is below the pre-change median plus
-      ``gone_away_z × level_noise(pre, m)``: not significantly above the baseline (one-sided, at
-      the change-point test's 1% by default).
+    * **RegressionGoneAway**: the regression has gone away when the post-change points hold a
+      significant *drop* — the maximum-likelihood downward mean shift inside them (``find_drop``,
+      at least ``gone_away_points`` points after it), with p < ``drop_alpha`` by the change-point
+      stage's own χ² test — and the level after the drop is below the pre-change level plus
+      ``gone_away_z × level_noise(pre, k)``, k the points after the drop. Both are needed: a
+      transient rises, falls and is back at the baseline; a true step shows no significant fall
+      (a chance one at the drop test's 1%, and then its later level is still high), and a dip
+      after a true step is followed by its recovery, so the level after the best single drop
+      stays high. The previous reading (the mean of the last two thirds not significantly above
+      the baseline) removed about one true 1.5×-MDE step in six: a step of that size is only
+      ~1.2 level-noise units above the one-sided limit.
     * **MAD floor**: MAD(pre) is at least 1e-9 × max |value| (then the smallest positive float),
       so a constant history gives a tiny, non-zero threshold; ``mad_floored`` says so.
     * **Theil–Sen cap**: a window of more than 500 points is subsampled at 500 evenly strided
@@ -274,9 +331,11 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     below_history = post_mean < lowest_valid_edge
     new_pattern = invalid_share > settings.new_pattern_share and not below_history
 
-    # SignificantRegression.
-    post_analysis_letters = post_letters
-    max_post_letter = int(post_analysis_letters.max())
+    # SignificantRegression, on levels (see the docstring): the post-change level against the
+    # normal range of same-length levels in the history and in the previous day.
+    shape = noise_shape(pre, low=settings.normal_tail_ratio[0], high=settings.normal_tail_ratio[1])
+    statistic = shape.statistic
+    max_post_letter = int(post_letters.max())
     max_valid_pre_letter = int(valid_idx[-1]) if valid_idx.size else -1
     letters_ok = max_post_letter >= max_valid_pre_letter
     historical = _pre_points((times >= w.historical_start_s) & (times < w.analysis_start_s), pre)
@@ -284,33 +343,48 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
         (times >= candidate.change_time_s - settings.day_s) & (times < candidate.change_time_s),
         pre,
     )
-    p90_post = float(np.percentile(post, 90))
-    p95_hist = float(np.percentile(historical, 95))
-    p90_day = float(np.percentile(day, 90))
-    significant = letters_ok and p90_post > p95_hist and p90_post > p90_day
+    m = n_post
+    post_level = level_of(post, statistic)
+    hist_levels = rolling_levels(historical, m, statistic)
+    day_levels = rolling_levels(day, m, statistic)
+    p_hist_level = float(np.percentile(hist_levels, settings.historical_percentile))
+    p_day_level = float(np.percentile(day_levels, settings.previous_day_percentile))
+    significant = letters_ok and post_level > p_hist_level and post_level > p_day_level
 
     # LastingTrend.
-    pre_median = float(np.median(pre))
-    mad = float(np.median(np.abs(pre - pre_median)))
+    pre_level = level_of(pre, statistic)
+    mad = float(np.median(np.abs(pre - np.median(pre))))
     mad_floor = max(MAD_FLOOR_SHARE * float(np.max(np.abs(values))), float(np.finfo(float).tiny))
     mad_floored = mad < mad_floor
     mad_used = max(mad, mad_floor)
     threshold = settings.mad_coefficient * MAD_NORMAL * mad_used  # per point, for reference
-    lines = [_window_line("post", times[c:], post, settings.trend_alpha)]
+    lines = [_window_line("post", times[c:], post, settings.trend_alpha, statistic)]
     a0 = int(np.searchsorted(times, w.analysis_start_s, side="left"))
     if values.size - a0 >= MIN_POINTS_EACH_SIDE:
-        lines.append(_window_line("analysis", times[a0:], values[a0:], settings.trend_alpha))
+        lines.append(
+            _window_line("analysis", times[a0:], values[a0:], settings.trend_alpha, statistic)
+        )
     chosen = min(lines, key=lambda line: line.slope_per_s)  # stable: post wins ties
-    lift = chosen.end_level - pre_median
-    lasting_threshold = settings.mad_coefficient * level_noise(pre, chosen.points, mad_floor)
+    lift = chosen.end_level - pre_level
+    lasting_threshold = settings.mad_coefficient * level_noise(
+        pre, chosen.points, mad_floor, statistic
+    )
     lasting = lift >= lasting_threshold
 
-    # RegressionGoneAway.
-    k = max(1, min(n_post, max(settings.gone_away_points, n_post - n_post // 3)))
-    last_mean = float(np.mean(values[-k:]))
-    gone_threshold = settings.gone_away_z * level_noise(pre, k, mad_floor)
-    gone_limit = pre_median + gone_threshold
-    gone_away = last_mean < gone_limit
+    # RegressionGoneAway: a significant drop inside the post-change points, after which the
+    # level is back within the noise of the baseline.
+    # A drop needs a third of the post-change points after it (at least gone_away_points): a
+    # few low points at the very end are chance, and a transient is over well before that.
+    drop = find_drop(
+        post, max(1, min(n_post // 2, max(settings.gone_away_points, n_post // 3)))
+    )
+    after_drop = post[drop.index :] if drop.index > 0 else post
+    k = after_drop.size
+    last_level = level_of(after_drop, statistic)
+    gone_threshold = settings.gone_away_z * level_noise(pre, k, mad_floor, statistic)
+    gone_limit = pre_level + gone_threshold
+    dropped = drop.index > 0 and drop.p_value < settings.drop_alpha
+    gone_away = dropped and last_level < gone_limit
 
     passed = new_pattern or (significant and lasting and not gone_away)
     numbers.update(
@@ -332,13 +406,17 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
         max_post_analysis_letter=max_post_letter,
         max_valid_pre_letter=max_valid_pre_letter,
         letters_significant=letters_ok,
-        p90_post=p90_post,
-        p95_historical=p95_hist,
-        p90_previous_day=p90_day,
+        **shape.numbers(),
+        level_window_points=m,
+        post_level=post_level,
+        historical_percentile=settings.historical_percentile,
+        historical_level_percentile=p_hist_level,
+        previous_day_percentile=settings.previous_day_percentile,
+        previous_day_level_percentile=p_day_level,
         n_historical=historical.size,
         n_previous_day=day.size,
         significant_regression=significant,
-        pre_median=pre_median,
+        pre_level=pre_level,
         mad_pre=mad,
         mad_floored=mad_floored,
         mad_coefficient=settings.mad_coefficient,
@@ -364,8 +442,14 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
         lift=lift,
         lasting_threshold=lasting_threshold,
         lasting_trend=lasting,
+        drop_index=drop.index if drop.index > 0 else None,
+        drop_time_s=float(times[c + drop.index]) if drop.index > 0 else None,
+        drop_llr=drop.llr,
+        drop_p_value=drop.p_value,
+        drop_alpha=settings.drop_alpha,
+        drop_significant=dropped,
         gone_away_points=k,
-        last_mean=last_mean,
+        last_level=last_level,
         gone_away_limit=gone_limit,
         regression_gone_away=gone_away,
     )
@@ -383,13 +467,22 @@ def _reason(n: dict[str, object]) -> str:
             f"kept: new pattern, {n['post_invalid_share']:.0%} of post-change points in letters "
             f"not valid before the change (> {n['new_pattern_share']:.0%})"
         )
+    stat = n["level_statistic"]
     significant = (
-        f"p90 post {n['p90_post']:.4g} vs p95 historical {n['p95_historical']:.4g}, "
-        f"p90 previous day {n['p90_previous_day']:.4g}, letters {n['max_post_analysis_letter']} "
-        f"vs {n['max_valid_pre_letter']}"
+        f"post {stat} {n['post_level']:.4g} vs p{n['historical_percentile']:g} of "
+        f"{n['level_window_points']}-point {stat}s in the history "
+        f"{n['historical_level_percentile']:.4g} and p{n['previous_day_percentile']:g} in the "
+        f"previous day {n['previous_day_level_percentile']:.4g}, letters "
+        f"{n['max_post_analysis_letter']} vs {n['max_valid_pre_letter']}; noise {n['noise']}"
     )
     lasting = f"lift {n['lift']:.4g} vs threshold {n['lasting_threshold']:.4g} ({n['chosen_window']} window)"
-    gone = f"last-{n['gone_away_points']} mean {n['last_mean']:.4g} vs {n['gone_away_limit']:.4g}"
+    if n["drop_significant"]:
+        gone = (
+            f"drop after point {n['drop_index']} (p {n['drop_p_value']:.2g}), then {stat} "
+            f"{n['last_level']:.4g} vs {n['gone_away_limit']:.4g}"
+        )
+    else:
+        gone = f"no significant drop after the change (p {n['drop_p_value']:.2g})"
     if n["significant_regression"] and n["lasting_trend"] and not n["regression_gone_away"]:
         return f"kept: significant ({significant}), lasting ({lasting}), still present ({gone})"
     failed = []

@@ -1,0 +1,99 @@
+"""Noise shape: is a series' noise close enough to normal for means, or does it need ranks?
+
+Per-build benchmarks on shared hardware flip between two or three levels; latencies have heavy
+tails. On such noise a mean is dragged by a burst in the upper mode or by a few huge outliers,
+and a test calibrated for normal noise reports them. The filters therefore decide once, on the
+history before a change, which *level statistic* to use:
+
+* **Residuals.** The values minus their centred rolling median over ``SMOOTH_POINTS`` (25) points
+  (``scipy.ndimage.median_filter``, ends repeated): slow wander (a fleet-wide load term, a
+  daily swing) is not noise shape; what is left is the point-to-point noise, in which mode flips
+  show up as runs and jumps.
+* **Tail ratio.** standard deviation / (1.4826 · MAD) of the residuals: 1 for normal noise,
+  above 1 for heavy tails (outliers inflate the standard deviation, not the MAD), below 1 for
+  two well-separated modes (a symmetric two-level mixture has ratio 1/1.4826 ≈ 0.67).
+* **Decision.** The noise is *normal* when the ratio lies in [``LOW_RATIO``, ``HIGH_RATIO``]
+  = [0.8, 1.25]; with fewer than ``MIN_POINTS`` (20) residuals it is judged normal (too little
+  to tell). The sampling spread of the ratio for 1,000 normal points is about ±0.03, so the band
+  is not crossed by chance; multinomial stack-sample noise (gCPU) is normal to that precision.
+
+Normal noise is judged by **means** (the efficient estimator the change-point test assumes);
+anything else by **medians** (rank-based: a median moves only when more than half of the points
+move). ``rolling_levels`` gives the distribution of a statistic over every ``m``-point window of a
+history — the empirical "normal range of levels" the went-away detector compares a post-change
+level with, which includes whatever wander and autocorrelation the history has.
+
+Complexity: O(n · SMOOTH_POINTS) for the shape, O(n) (means, prefix sums) or O(n · m) (medians)
+for rolling levels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from scipy.ndimage import median_filter
+
+__all__ = ["NoiseShape", "level_of", "noise_shape", "rolling_levels"]
+
+MAD_NORMAL = 1.4826
+SMOOTH_POINTS = 25
+LOW_RATIO, HIGH_RATIO = 0.8, 1.25
+MIN_POINTS = 20
+
+Statistic = Literal["mean", "median"]
+
+
+@dataclass(frozen=True, slots=True)
+class NoiseShape:
+    """The decision and its numbers: ``statistic`` is "mean" for normal noise, "median" else."""
+
+    normal: bool
+    tail_ratio: float | None
+    statistic: Statistic
+
+    def numbers(self) -> dict[str, object]:
+        return {
+            "noise": "normal" if self.normal else "not normal",
+            "noise_tail_ratio": self.tail_ratio,
+            "level_statistic": self.statistic,
+        }
+
+
+def noise_shape(values: np.ndarray, *, low: float = LOW_RATIO, high: float = HIGH_RATIO) -> NoiseShape:
+    """The noise shape of ``values`` (a history, ascending time) — see the module docstring."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size < MIN_POINTS:
+        return NoiseShape(True, None, "mean")
+    residual = v - median_filter(v, size=min(SMOOTH_POINTS, v.size | 1), mode="nearest")
+    mad = float(np.median(np.abs(residual - np.median(residual))))
+    sd = float(residual.std())
+    if mad <= 0.0:
+        # More than half the residuals equal: a quantised or mostly constant series. Any spread
+        # at all then comes from a minority of points — not normal unless there is none.
+        normal = sd == 0.0
+        return NoiseShape(normal, None, "mean" if normal else "median")
+    ratio = sd / (MAD_NORMAL * mad)
+    normal = low <= ratio <= high
+    return NoiseShape(normal, ratio, "mean" if normal else "median")
+
+
+def level_of(values: np.ndarray, statistic: Statistic) -> float:
+    """The level of ``values`` by ``statistic``."""
+    v = np.asarray(values, dtype=np.float64)
+    return float(v.mean() if statistic == "mean" else np.median(v))
+
+
+def rolling_levels(values: np.ndarray, m: int, statistic: Statistic) -> np.ndarray:
+    """The ``statistic`` of every window of ``m`` consecutive points (``len(values) - m + 1`` of
+    them; one window of all the points when there are fewer than ``m``; empty for no values)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return v
+    m = max(1, min(int(m), v.size))
+    if statistic == "mean":
+        csum = np.concatenate(([0.0], np.cumsum(v)))
+        return (csum[m:] - csum[:-m]) / m
+    return np.median(sliding_window_view(v, m), axis=1)
