@@ -232,7 +232,10 @@ class ChangePoints:
     Per row: ``index`` (first point after the change; -1 when the series could not be tested),
     ``mean_before``/``mean_after`` (oriented), ``llr`` (likelihood-ratio statistic),
     ``p_value`` (chi-squared, 2 degrees of freedom), ``iterations`` and ``stable`` (the
-    CUSUM/EM iteration converged before its budget).
+    CUSUM/EM iteration converged before its budget), the segment ``[segment_start,
+    segment_end)`` the single-change model was fitted to (the whole row unless older changes were
+    cut off), and ``interval_start``/``interval_end``: the first and last index of the change
+    position's highest-posterior-density set (``change_time.py``; -1 when ``index`` is -1).
     """
 
     index: np.ndarray
@@ -242,6 +245,10 @@ class ChangePoints:
     p_value: np.ndarray
     iterations: np.ndarray
     stable: np.ndarray
+    segment_start: np.ndarray
+    segment_end: np.ndarray
+    interval_start: np.ndarray
+    interval_end: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +275,10 @@ class Candidate:
     detector: Literal["short-term", "long-term"] = "short-term"
     verdicts: Mapping[str, Verdict] = field(default_factory=dict)
     regression_id: str = ""  # set by the same-regression merge: stable across runs
+    # the change time's posterior interval [first, last] in epoch seconds (change_time.py): the
+    # deploy lies after the point before ``first`` and at or before ``last``; None when the
+    # detector gives no interval (long-term)
+    change_interval_s: tuple[float, float] | None = None
 
     @property
     def delta(self) -> float:
@@ -285,11 +296,16 @@ class Candidate:
 @dataclass(frozen=True, slots=True)
 class ChangePointSettings:
     """§5.2.1: significance level of the likelihood-ratio test, the CUSUM/EM iteration budget,
-    and the fewest points each side of a change (a change needs evidence on both sides)."""
+    and the fewest points each side of a change (a change needs evidence on both sides).
+    ``max_segment_cuts``: how many significant older (or later) changes the search for a change
+    in the analysis window may cut off before giving up (``changepoint.py``);
+    ``interval_mass``: the posterior mass of the change-time interval (``change_time.py``)."""
 
     alpha: float = 0.01
     max_iterations: int = 10
     min_points_each_side: int = 3
+    max_segment_cuts: int = 8
+    interval_mass: float = 0.95
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,13 +343,13 @@ class WentAwaySettings:
 @dataclass(frozen=True, slots=True)
 class SeasonalitySettings:
     """§5.2.3: ACF significance level, the candidate periods tried (in seconds: a day and a
-    week by default), and the z-score threshold below which a change is seasonal (the median
-    shift over its standard error: a change within 3 standard errors of the deseasonalised
-    history is seasonal)."""
+    week by default), and the z-score threshold below which a change is seasonal (the level
+    shift over its standard error: a change within 2.326 standard errors — the change-point
+    test's one-sided 1% — of the deseasonalised history is seasonal)."""
 
     acf_alpha: float = 0.01
     periods_s: tuple[float, ...] = (86400.0, 604800.0)
-    z_threshold: float = 3.0
+    z_threshold: float = 2.326
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,12 +444,27 @@ class Group:
 @dataclass(frozen=True, slots=True)
 class SomSettings:
     """§5.5.1: ImportanceScore weights (relative change, absolute change, popularity, root cause
-    found), training epochs, the number of Fourier magnitudes per series, and the seed."""
+    found), training epochs, the number of Fourier magnitudes per series, and the seed.
+
+    What a cell may merge without stack samples (``regbot.detection.cause_groups``): a pair's
+    load-free residual noise must correlate with one-sided p ≤ ``evidence_alpha`` / (pairs
+    tested in the cell), and r ≥ ``min_noise_correlation`` between gCPU series (a callee with
+    1% of its caller's samples gives r ≈ 0.1) or ≥ ``min_cross_correlation`` between latency or
+    throughput series; an ancestor joins a leaf only when its rise exceeds what the candidates
+    below it explain by at most ``rise_z`` standard errors. ``guard_points``: differences
+    masked either side of a change; ``load_min_series``: the fewest series on one time axis
+    from which the fleet's load factor is estimated (fewer: none is removed)."""
 
     weights: tuple[float, float, float, float] = (0.2, 0.6, 0.1, 0.1)
     epochs: int = 30
     fourier_terms: int = 8
     seed: int = 0
+    evidence_alpha: float = 0.05
+    min_noise_correlation: float = 0.1
+    min_cross_correlation: float = 0.3
+    rise_z: float = 3.0
+    guard_points: int = 3
+    load_min_series: int = 20
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,15 +21,27 @@ seasonal component, it no longer stands out. The steps and the choices the paper
    without a step were filtered in 100 of 100 either way. The LOESS "jumps" follow Cleveland et
    al.'s defaults (``ceil(window / 10)``, as R's ``stl``), about three times faster than
    statsmodels' jump of 1 for a change of under 1% of the seasonal amplitude.
-3. **Pseudo z-score.** With ``d = trend + residual = values - seasonal``:
-   ``z = (median of d after the change - median of d before) / std(residual)``, computed for the
-   analysis window and for the extended window. "After" is the post-change points inside that
-   window; "before" is *every* pre-change point (the historical window plus the analysis-window
-   points before the change), the same baseline for both windows: once the season is removed the
-   long history is the steadiest reference, and the short analysis window may hold only a few
-   points before the change. ``std(residual)`` is over the pre-change points.
-4. **Decide.** Filtered only if *both* z-scores are below ``z_threshold`` (z is oriented, so an
-   improvement is negative and is filtered too). A window with no post-change points (an empty
+3. **z-score.** With ``d = trend + residual = values - seasonal``: the level of d after the
+   change minus its level before, over that difference's standard error, for the post-change
+   points in the analysis window, in the extended window, and all of them together (the last is
+   regbot's addition: a change late in the analysis window has only a few points there, and
+   the extended window alone may hold fewer than all of them). "Before" is *every* pre-change
+   point (the historical window plus the analysis-window points before the change): once the
+   season is removed the long history is the steadiest reference. Choices the paper leaves
+   open, each measured to spare real steps:
+   * the level is the mean where the residuals' noise is normal and the median where it is
+     not (``noise_shape``: heavy tails, several levels); the verdict says which;
+   * σ is the pre-change residuals' standard deviation winsorised at 4 robust σ, not the
+     plain one, which a heavy-tailed latency series inflates until a real 2× step looks
+     seasonal;
+   * the standard error is inflated by the residuals' lag-1 autocorrelation (a load term the
+     trend does not follow), so wander is not mistaken for a change.
+   The paper's per-point pseudo z-score (median shift over the residual standard deviation) is
+   reported beside it (``pseudo_z_*``).
+4. **Decide.** Filtered only if *every* z-score is below ``z_threshold`` (z is oriented, so an
+   improvement is negative and is filtered too). The default 2.326 is the change-point test's
+   level (one-sided 1%): a change that stood out at 1% before the season was removed is judged
+   at the same level after. A window with no post-change points (an empty
    extended window, ``extended_s = 0``, or data not yet arrived) has ``z = None`` and is not
    required. A zero-length extended window (``extended_start_s == end_s``) is empty and a point
    at ``end_s`` counts in the analysis window.
@@ -57,6 +69,7 @@ from statsmodels.tsa.seasonal import STL
 from statsmodels.tsa.stattools import acf
 
 from regbot.detection.model import Candidate, SeasonalitySettings, Verdict
+from regbot.detection.noise_shape import Statistic, level_of, noise_shape
 
 __all__ = [
     "MIN_PERIOD_POINTS",
@@ -67,6 +80,7 @@ __all__ = [
 ]
 
 STAGE = "seasonality"
+MAD_NORMAL = 1.4826
 MIN_PERIOD_POINTS = 4
 MAX_GRID_FACTOR = 4
 
@@ -225,26 +239,61 @@ STL_PERIODS = 7
 
 # The standard error of a sample median is sqrt(pi/2) times that of the mean (Gaussian noise).
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
+WINSOR_SIGMAS = 4.0
+MAX_LAG1 = 0.9  # autocorrelation cap for the effective-sample-size inflation
+
+
+def residual_scale(residual: np.ndarray) -> tuple[float, float, float]:
+    """(robust σ, lag-1 autocorrelation ρ, inflation) of the pre-change residuals.
+
+    σ is the standard deviation of the residuals winsorised at ``WINSOR_SIGMAS`` (4) × 1.4826 ×
+    MAD around their median: heavy tails and outliers do not inflate it, as they inflate a plain
+    standard deviation, while the spread STL leaves in its residual (which is not normal: its
+    MAD alone understates it by ~30%) still counts. Residuals that wander together (a fleet-wide load term the STL trend does not
+    follow) make a level difference noisier than σ/√n: the standard error is multiplied by
+    √((1 + ρ)/(1 − ρ)), the AR(1) effective-sample-size factor, ρ clipped to [0, 0.9]."""
+    r = np.asarray(residual, dtype=np.float64)
+    if r.size < 3:
+        return 0.0, 0.0, 1.0
+    centre = float(np.median(r))
+    robust = MAD_NORMAL * float(np.median(np.abs(r - centre)))
+    clipped = np.clip(r, centre - WINSOR_SIGMAS * robust, centre + WINSOR_SIGMAS * robust)
+    sigma = float(clipped.std())
+    centred = r - r.mean()
+    denom = float(centred @ centred)
+    rho = float(centred[1:] @ centred[:-1]) / denom if denom > 0 else 0.0
+    rho = min(max(rho, 0.0), MAX_LAG1)
+    return sigma, rho, math.sqrt((1 + rho) / (1 - rho))
 
 
 def _z_score(
-    deseasonalised: np.ndarray, after: np.ndarray, before_median: float, scale: float, n_before: int
+    deseasonalised: np.ndarray,
+    after: np.ndarray,
+    before: np.ndarray,
+    scale: float,
+    statistic: Statistic,
 ) -> float | None:
-    """The median shift after the change over its standard error.
+    """The level shift after the change over its standard error.
 
     §5.2.3 normalises the median difference "by the standard deviation of the residual"; a
-    difference of medians over n points has noise ``σ·√(π/2)·√(1/n_after + 1/n_before)``, not
-    σ, so regbot divides by that: with per-point σ every regression smaller than a few σ per
-    point would count as seasonal whatever the number of points behind it. The paper's
-    per-point pseudo z-score is reported beside it (``pseudo_z_*``).
+    difference of levels over n points has noise ``σ·√(1/n_after + 1/n_before)`` (times √(π/2)
+    for medians), not σ, so regbot divides by that: with per-point σ every regression smaller
+    than a few σ per point would count as seasonal whatever the number of points behind it. The
+    level is the mean for normal noise and the median otherwise (``noise_shape``); ``scale``
+    already carries the autocorrelation inflation. The paper's per-point pseudo z-score is
+    reported beside it (``pseudo_z_*``).
     """
     n_after = int(np.count_nonzero(after))
     if not n_after:
         return None
-    difference = float(np.median(deseasonalised[after])) - before_median
+    n_before = int(np.count_nonzero(before))
+    difference = level_of(deseasonalised[after], statistic) - level_of(
+        deseasonalised[before], statistic
+    )
     if scale > 0:
+        efficiency = 1.0 if statistic == "mean" else MEDIAN_EFFICIENCY
         return difference / (
-            scale * MEDIAN_EFFICIENCY * math.sqrt(1 / n_after + 1 / max(n_before, 1))
+            scale * efficiency * math.sqrt(1 / n_after + 1 / max(n_before, 1))
         )
     return 0.0 if difference == 0 else math.copysign(math.inf, difference)
 
@@ -283,11 +332,18 @@ def seasonality_verdict(candidate: Candidate, settings: SeasonalitySettings) -> 
     first = max(0, change - STL_PERIODS * period)
     fit = decompose(times[first:change], values[first:change], period)
     deseasonalised = values - fit.seasonal_at(times)
-    residual_std = float(np.std(deseasonalised[:change] - fit.trend_at(times[:change])))
+    # Residual and baseline over the points STL fitted: before them, the trend is the fitted
+    # one held flat, so the residual there would carry the series' slow wander as noise.
+    residual = deseasonalised[first:change] - fit.trend_at(times[first:change])
+    residual_std = float(np.std(residual))
+    sigma, rho, inflation = residual_scale(residual)
+    shape = noise_shape(residual)
     # A residual at rounding level (a noiseless series) must not turn rounding into a z-score.
-    scale = residual_std if residual_std > 1e-12 * float(np.max(np.abs(values))) else 0.0
+    scale = sigma * inflation if sigma > 1e-12 * float(np.max(np.abs(values))) else 0.0
     before_median = float(np.median(deseasonalised[:change]))
-    post = np.arange(len(values)) >= change
+    index = np.arange(len(values))
+    post = index >= change
+    before = (index >= first) & ~post
     w = candidate.windows
     # A zero-length extended window (extended_s = 0) is empty; the point at end_s, if any,
     # then belongs to the analysis window.
@@ -295,21 +351,28 @@ def seasonality_verdict(candidate: Candidate, settings: SeasonalitySettings) -> 
     analysis_end = w.extended_start_s if has_extended else math.nextafter(w.end_s, math.inf)
     in_analysis = (times >= w.analysis_start_s) & (times < analysis_end)
     in_extended = (times >= w.extended_start_s) & (times <= w.end_s) & has_extended
-    z_analysis = _z_score(deseasonalised, post & in_analysis, before_median, scale, change)
-    z_extended = _z_score(deseasonalised, post & in_extended, before_median, scale, change)
+    statistic = shape.statistic
+    z_analysis = _z_score(deseasonalised, post & in_analysis, before, scale, statistic)
+    z_extended = _z_score(deseasonalised, post & in_extended, before, scale, statistic)
+    z_post = _z_score(deseasonalised, post, before, scale, statistic)
     for name, window in (("analysis", in_analysis), ("extended", in_extended)):
         after = post & window
         numbers[f"pseudo_z_{name}"] = (
-            float((np.median(deseasonalised[after]) - before_median) / scale)
-            if after.any() and scale > 0
+            float((np.median(deseasonalised[after]) - before_median) / residual_std)
+            if after.any() and residual_std > 0
             else None
         )
     numbers.update(
         z_analysis=_float_or_none(z_analysis) if z_analysis is not None else None,
         z_extended=_float_or_none(z_extended) if z_extended is not None else None,
+        z_post=_float_or_none(z_post) if z_post is not None else None,
         residual_std=residual_std,
+        residual_sigma_robust=sigma,
+        residual_lag1=rho,
+        se_inflation=inflation,
+        **shape.numbers(),
     )
-    tested = [z for z in (z_analysis, z_extended) if z is not None]
+    tested = [z for z in (z_analysis, z_extended, z_post) if z is not None]
     if not tested:
         return Verdict(STAGE, True, "no points after the change to test", numbers)
     if all(z < settings.z_threshold for z in tested):
