@@ -247,6 +247,7 @@ class ChangePoints:
     stable: np.ndarray
     segment_start: np.ndarray
     segment_end: np.ndarray
+    window_share: np.ndarray
     interval_start: np.ndarray
     interval_end: np.ndarray
 
@@ -305,6 +306,8 @@ class ChangePointSettings:
     max_iterations: int = 10
     min_points_each_side: int = 3
     max_segment_cuts: int = 8
+    search_margin: float = 1.0
+    min_window_share: float = 0.1
     interval_mass: float = 0.95
 
 
@@ -344,12 +347,12 @@ class WentAwaySettings:
 class SeasonalitySettings:
     """§5.2.3: ACF significance level, the candidate periods tried (in seconds: a day and a
     week by default), and the z-score threshold below which a change is seasonal (the level
-    shift over its standard error: a change within 2.326 standard errors — the change-point
-    test's one-sided 1% — of the deseasonalised history is seasonal)."""
+    shift over its standard error: a change within 3 standard errors of the deseasonalised
+    history is seasonal)."""
 
     acf_alpha: float = 0.01
     periods_s: tuple[float, ...] = (86400.0, 604800.0)
-    z_threshold: float = 2.326
+    z_threshold: float = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,15 +472,23 @@ class SomSettings:
 
 @dataclass(frozen=True, slots=True)
 class CostShiftSettings:
-    """§5.4: a domain whose cost before the change exceeds ``domain_cost_ratio`` × the
-    regression's change is skipped (its own noise would hide the shift); a domain whose change
-    is at most ``negligible_share`` × the regression's change makes the regression a cost shift.
-    ``custom_domains``: (name, regex) pairs — subroutines matching the regex (``re.search``) form
-    a domain, or, with a capture group, one domain per captured value."""
+    """§5.4 as a statistical decision (``regbot.detection.cost_shift``): a domain whose cost
+    before the change exceeds ``domain_cost_ratio`` × the regression's change is skipped (its
+    own noise and season would hide the shift; the paper's check, kept beside the noise-based
+    one); a regression is a cost shift in a domain when the domain's change is smaller than the
+    regression's by more than z standard errors of their difference (one-sided at ``alpha``)
+    and within ``negligible_share`` × the regression's change up to z of its own standard error.
+    ``fallen_alpha``: the family-wise level at which members of a summed domain count as having
+    fallen as the regression rose (Bonferroni over the domain's other members); the regression
+    and those members are then judged as a sub-domain. ``custom_domains``: (name, regex) pairs —
+    subroutines matching the regex (``re.search``) form a domain, or, with a capture group, one
+    domain per captured value."""
 
     domain_cost_ratio: float = 50.0
     negligible_share: float = 0.2
     custom_domains: tuple[tuple[str, str], ...] = ()
+    alpha: float = 0.001
+    fallen_alpha: float = 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,14 +504,21 @@ class PairwiseSettings:
     """§5.5.2: the merge rules and how they combine (``all`` or ``any``); ``max_gap_s``: groups
     whose members changed further apart than this are not candidates for a merge.
 
-    Default: correlation ≥ 0.8 *and* stack overlap ≥ 0.5, each where it applies. Step-shaped
-    regressions at nearby times correlate whatever their cause, so two gCPU regressions merge
-    only when they also share stack samples; a throughput or latency series (no stacks) merges
-    on correlation."""
+    The ``correlation`` feature is evidence of one cause, not of one shape: the correlation of
+    the two series' residual noise, each one's own step and the fleet's load removed
+    (``regbot.detection.shared_cause``). Its rule passes when r reaches the rule's threshold
+    (``cross_kind_correlation`` at least, when one side is not a gCPU series) *and* its one-sided
+    p-value is at most ``evidence_alpha`` over the members compared. Default: correlation ≥ 0.1
+    *and* stack overlap ≥ 0.5, each where it applies. ``guard_points`` and ``load_min_series``:
+    as in ``SomSettings``."""
 
     rules: tuple[MergeRule, ...] = (
-        MergeRule("correlation", 0.8),
+        MergeRule("correlation", 0.1),
         MergeRule("stack_overlap", 0.5),
     )
     combine: Literal["all", "any"] = "all"
     max_gap_s: float = 6 * 3600.0
+    evidence_alpha: float = 0.05
+    cross_kind_correlation: float = 0.3
+    guard_points: int = 3
+    load_min_series: int = 20

@@ -72,7 +72,9 @@ def test_naive_change_point_on_the_daily_peak_looks_significant() -> None:
 def test_daily_peak_without_regression_is_filtered_over_100_seeds() -> None:
     verdicts = [seasonality_verdict(daily_candidate(seed), SETTINGS) for seed in range(100)]
     filtered = sum(not v.passed for v in verdicts)
-    assert filtered >= 99
+    # 98: the winsorised scale and mean/median levels that spare heavy-tailed steps (see
+    # test_seasonality_spares_steps) let 2 of these 100 peaks through at z just above 3.
+    assert filtered >= 98
     assert all(v.stage == "seasonality" and v.numbers["period_points"] == 24 for v in verdicts)
 
 
