@@ -20,7 +20,7 @@
    rise).
 3. **Change point.** The TREND over the analysis + extended windows is min-max normalised and a
    least-squares line is fitted against time. RMSE below ``rmse_threshold``: the change is gradual
-   and its change point is the first point of the analysis window. Otherwise the change point is
+   and its change point is where the rise begins (``ramp_start``). Otherwise the change point is
    the exact optimal single split under the normal (Gaussian mean-shift) loss,
    ``optimal_split``, on that TREND segment.
 
@@ -66,7 +66,14 @@ from regbot.detection.model import (
 from regbot.detection.season_adjust import subtract_phase_profile
 from regbot.detection.seasonality import choose_period, decompose
 
-__all__ = ["ROLLING_SHARE", "detect_long_term", "optimal_split", "screen_long_term"]
+__all__ = [
+    "ROLLING_SHARE",
+    "detect_long_term",
+    "long_term_windows",
+    "null_deltas",
+    "optimal_split",
+    "screen_long_term",
+]
 
 MAD_NORMAL = 1.4826
 STAGE = "long_term"
@@ -95,6 +102,29 @@ def optimal_split(values: np.ndarray) -> int:
     right_sum = s1[-1] - s1[:-1]
     right = (s2[-1] - s2[:-1]) - right_sum**2 / (n - k)
     return int(np.argmin(left + right)) + 1
+
+
+def ramp_start(times_s: np.ndarray, trend: np.ndarray) -> int:
+    """Where a gradual rise begins: the knot ``k`` of the least-squares continuous "flat, then a
+    straight line" fit ``trend ≈ a + b · max(0, t − t_k)`` (exact search over every knot; O(n²)
+    with n the points of the long-term analysis and extended windows). §5.3 sets a gradual
+    change's point "at the beginning of the TREND"; with regbot's multi-day long-term window
+    the trend's first point would name a time days before the creep began, so regbot takes the
+    beginning of the rise in it (0 when the whole segment is a line)."""
+    t = np.asarray(times_s, dtype=np.float64)
+    y = np.asarray(trend, dtype=np.float64)
+    n = t.size
+    if n < 3:
+        return 0
+    x = np.maximum(0.0, t[None, :] - t[: n - 2, None])  # (knots, n)
+    xm = x.mean(axis=1, keepdims=True)
+    ym = y.mean()
+    sxx = ((x - xm) ** 2).sum(axis=1)
+    sxy = ((x - xm) * (y - ym)).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rss = ((y - ym) ** 2).sum() - np.where(sxx > 0, sxy**2 / sxx, 0.0)
+        rss = np.where(sxy > 0, rss, np.inf)  # a rise, not a fall
+    return int(np.argmin(rss)) if np.isfinite(rss).any() else 0
 
 
 def _rolling_median(values: np.ndarray) -> np.ndarray:
@@ -132,6 +162,39 @@ def _line_rmse(times_s: np.ndarray, trend: np.ndarray) -> float:
     return float(np.sqrt(np.mean((y - fitted) ** 2)))
 
 
+def long_term_windows(windows: WindowBounds, settings: LongTermSettings) -> WindowBounds:
+    """The long-term detector's own windows: the run's extended window, an analysis window of
+    ``settings.analysis_s`` before it (never shorter than the run's), and the history before
+    that, from the run's historical start. FBDetect Table 1's long-term rows analyse days
+    (AdServing long 9 d, CT-supply long 7 d) while the short-term rows analyse hours: a creep
+    over a day and a half does not rise within a 4-hour analysis window, so the paper's
+    BASELINE/CURRENT comparison needs the longer one. The history keeps at least a third of the
+    run's span (a shorter analysis window is used when the data is short)."""
+    span = windows.extended_start_s - windows.historical_start_s
+    analysis_s = max(windows.extended_start_s - windows.analysis_start_s, settings.analysis_s)
+    analysis_s = min(analysis_s, 2.0 * span / 3.0)
+    analysis_start = min(windows.analysis_start_s, windows.extended_start_s - analysis_s)
+    return WindowBounds(
+        windows.historical_start_s, analysis_start, windows.extended_start_s, windows.end_s
+    )
+
+
+def null_deltas(trend: np.ndarray, a_lo: int, span: int, edge: int) -> np.ndarray:
+    """How much the TREND rose over ``span`` points at earlier places in the history: the mean
+    of its ``edge`` points ending at ``o`` minus the mean of the ``edge`` points starting at
+    ``o - span``, for every end ``o`` up to ``a_lo`` (the start of the analysis window) stepped by
+    ``max(1, span // 8)``. These are the rises a load term's wander, a weekly swing or noise
+    make with no regression; empty when the history is shorter than ``span``. O(n)."""
+    if a_lo < span or edge < 1:
+        return np.empty(0)
+    csum = np.concatenate(([0.0], np.cumsum(trend[:a_lo])))
+    ends = np.arange(span, a_lo + 1, max(1, span // 8))
+    current = (csum[ends] - csum[ends - edge]) / edge
+    starts = ends - span
+    baseline = (csum[starts + edge] - csum[starts]) / edge
+    return current - baseline
+
+
 def detect_long_term(
     series_id: str,
     kind: str,
@@ -150,6 +213,8 @@ def detect_long_term(
     and its ``change_index`` refers to them. None when the analysis window is empty or the rise
     does not exceed the threshold. ``seasonality`` supplies the periods and ACF level.
     """
+    run_windows = windows
+    windows = long_term_windows(windows, settings)
     times = np.asarray(times_s, dtype=np.float64)
     vals = np.asarray(values, dtype=np.float64)
     keep = (times >= windows.historical_start_s) & (times <= windows.end_s)
@@ -190,11 +255,18 @@ def detect_long_term(
     standard_error = noise * math.sqrt(2.0 / edge_points)
     if delta <= settings.z * standard_error:
         return None
+    # regbot's second guard: the rise must exceed every rise of the same span the trend made
+    # earlier in the history (the empirical null of wander), when the history holds any.
+    span = n - a_lo
+    nulls = null_deltas(trend, a_lo, span, edge_points)
+    null_max = float(nulls.max()) if nulls.size else None
+    if null_max is not None and delta <= null_max:
+        return None
 
     segment = trend[a_lo:]
     rmse = _line_rmse(times[a_lo:], segment)
     gradual = rmse < settings.rmse_threshold
-    change = a_lo if gradual else a_lo + optimal_split(segment)
+    change = a_lo + (ramp_start(times[a_lo:], segment) if gradual else optimal_split(segment))
     numbers: dict[str, object] = {
         "baseline": baseline,
         "current": current,
@@ -207,6 +279,9 @@ def detect_long_term(
         "current_analysis": ends[0],
         "current_extended": ends[1],
         "standard_error": standard_error,
+        "null_rises": int(nulls.size),
+        "null_rise_max": null_max,
+        "analysis_window": [windows.analysis_start_s, windows.extended_start_s],
         "z": delta / standard_error if standard_error > 0 else None,
         "rmse": rmse,
         "rmse_threshold": float(settings.rmse_threshold),
@@ -232,7 +307,7 @@ def detect_long_term(
         mean_after=float(vals[change:].mean()),
         llr=math.nan,
         p_value=math.nan,
-        windows=windows,
+        windows=run_windows,
         detector="long-term",
         verdicts={STAGE: verdict},
     )
@@ -248,6 +323,7 @@ def screen_long_term(
     *,
     period_s: float = 86400.0,
     phase_buckets: int = 24,
+    settings: LongTermSettings | None = None,
 ) -> np.ndarray:
     """(rows,) bool: rows that might pass ``detect_long_term`` (see the module docstring).
 
@@ -259,6 +335,8 @@ def screen_long_term(
     """
     values = np.asarray(batch_values, dtype=np.float64)
     times = np.asarray(batch_times, dtype=np.float64)
+    if settings is not None:
+        windows = long_term_windows(windows, settings)
     valid = np.arange(values.shape[1])[None, :] < np.asarray(lengths)[:, None]
     valid &= (times >= windows.historical_start_s) & (times <= windows.end_s)
     historical = valid & (times < windows.analysis_start_s)

@@ -360,11 +360,14 @@ class LongTermSettings:
     """§5.3: the share of a window whose mean counts as its "start"/"end", the RMSE threshold on
     the normalised trend below which a change is gradual (change point at the trend's start),
     and ``z``: the rise must also exceed z standard errors of the edge means compared (one-sided
-    1%), so that noise on a sparsely sampled series is not a long-term regression."""
+    1%), so that noise on a sparsely sampled series is not a long-term regression;
+    ``analysis_s``: the long-term detector's own analysis window (2 days; never shorter than
+    the workload's), see ``long_term.long_term_windows``."""
 
     edge_share: float = 0.2
     rmse_threshold: float = 0.1
     z: float = 2.326
+    analysis_s: float = 2 * 86400.0
     enabled: bool = True
 
 
@@ -451,7 +454,7 @@ class SomSettings:
 
     What a cell may merge without stack samples (``regbot.detection.cause_groups``): a pair's
     load-free residual noise must correlate with one-sided p ≤ ``evidence_alpha`` / (pairs
-    tested in the cell), and r ≥ ``min_noise_correlation`` between gCPU series (a callee with
+    tested in the kind's cells), and r ≥ ``min_noise_correlation`` between gCPU series (a callee with
     1% of its caller's samples gives r ≈ 0.1) or ≥ ``min_cross_correlation`` between latency or
     throughput series; an ancestor joins a leaf only when its rise exceeds what the candidates
     below it explain by at most ``rise_z`` standard errors. ``guard_points``: differences
@@ -508,7 +511,8 @@ class PairwiseSettings:
     the two series' residual noise, each one's own step and the fleet's load removed
     (``regbot.detection.shared_cause``). Its rule passes when r reaches the rule's threshold
     (``cross_kind_correlation`` at least, when one side is not a gCPU series) *and* its one-sided
-    p-value is at most ``evidence_alpha`` over the members compared. Default: correlation ≥ 0.1
+    p-value is at most ``evidence_alpha`` / (candidates × members compared: a family-wise rate
+    over the call). Default: correlation ≥ 0.1
     *and* stack overlap ≥ 0.5, each where it applies. ``guard_points`` and ``load_min_series``:
     as in ``SomSettings``."""
 
