@@ -38,6 +38,7 @@ from regbot.detection.presets import (
     DEFAULT_WORKLOAD,
     HOUR_S,
     WORKLOAD_PRESETS,
+    MinPoints,
     Threshold,
     ThresholdMode,
     Windows,
@@ -339,17 +340,40 @@ def _workload(r: _Reader, value: object, key: str) -> WorkloadSettings:
     base = WORKLOAD_PRESETS[preset] if preset else DEFAULT_WORKLOAD
     threshold = d.get("threshold")
     at, at_threshold = f"{key}.windows", f"{key}.threshold"
-    windows = r.section(d.get("windows"), at, ("historical", "analysis", "extended"))
+    windows = r.section(
+        d.get("windows"), at, ("historical", "analysis", "extended", "min_points")
+    )
     return WorkloadSettings(
         threshold=base.threshold if threshold is None else _threshold(r, threshold, at_threshold),
         windows=Windows(
             historical_s=r.take(windows, at, "historical", _duration, base.windows.historical_s),
             analysis_s=r.take(windows, at, "analysis", _duration, base.windows.analysis_s),
             extended_s=r.take(windows, at, "extended", _duration_or_zero, base.windows.extended_s),
+            min_points=_min_points(r, windows.get("min_points"), f"{at}.min_points", base),
         ),
         rerun_interval_s=r.take(d, key, "rerun_interval", _duration, base.rerun_interval_s),
         preset=preset,
     )
+
+
+def _min_points(r: _Reader, value: object, key: str, base: WorkloadSettings) -> MinPoints:
+    """``windows.min_points``: the fewest points per window (``{historical: 120, analysis: 6,
+    extended: 6}``), field by field over the base workload's (30 / 6 / 6 by default); each a
+    whole number >= 1, as a window always holds at least one point."""
+    d = r.section(value, key, ("historical", "analysis", "extended"))
+    given = base.windows.min_points
+    return MinPoints(
+        historical=r.take(d, key, "historical", _positive_count, given.historical),
+        analysis=r.take(d, key, "analysis", _positive_count, given.analysis),
+        extended=r.take(d, key, "extended", _positive_count, given.extended),
+    )
+
+
+def _positive_count(value: object, where: str) -> int:
+    count = _count(value, where)
+    if count < 1:
+        raise InputError(where, "a whole number >= 1", value)
+    return count
 
 
 def _threshold(r: _Reader, value: object, key: str) -> Threshold:
@@ -524,6 +548,85 @@ class ProfilesSettings:
     sample_type: str | None = _setting(None, _text)
 
 
+def _probability(value: object, where: str) -> float:
+    number = _number(value, where)
+    if not 0 < number < 1:
+        raise InputError(where, "a number between 0 and 1 (exclusive)", value)
+    return number
+
+
+def _positive(value: object, where: str) -> float:
+    number = _number(value, where)
+    if number <= 0:
+        raise InputError(where, "a number > 0", value)
+    return number
+
+
+def _percentile(value: object, where: str) -> float:
+    number = _number(value, where)
+    if not 0 <= number <= 100:
+        raise InputError(where, "a percentile between 0 and 100", value)
+    return number
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePointConfig:
+    """§5.2.1: the likelihood-ratio test's level and the fewest points each side of a change."""
+
+    alpha: float = _setting(0.01, _probability)
+    min_points_each_side: int = _setting(3, _count)
+
+
+@dataclass(frozen=True, slots=True)
+class WentAwayConfig:
+    """§5.2.2 (see ``regbot.detection.model.WentAwaySettings``): SAX N and X, the new-pattern
+    share, Mann–Kendall's level, the MAD multiplier, the percentiles SignificantRegression
+    compares, and RegressionGoneAway's drop level, z and fewest points after a drop."""
+
+    sax_buckets: int = _setting(20, _count)
+    sax_valid_share: float = _setting(0.03, _share)
+    new_pattern_share: float = _setting(0.5, _share)
+    trend_alpha: float = _setting(0.01, _probability)
+    mad_coefficient: float = _setting(1.5, _positive)
+    historical_percentile: float = _setting(95.0, _percentile)
+    previous_day_percentile: float = _setting(90.0, _percentile)
+    gone_away_points: int = _setting(5, _count)
+    gone_away_z: float = _setting(2.326, _positive)
+    drop_alpha: float = _setting(0.01, _probability)
+
+
+@dataclass(frozen=True, slots=True)
+class SeasonalityConfig:
+    """§5.2.3: the ACF's significance level and the z below which a change is seasonal."""
+
+    acf_alpha: float = _setting(0.01, _probability)
+    z_threshold: float = _setting(3.0, _positive)
+
+
+@dataclass(frozen=True, slots=True)
+class LongTermConfig:
+    """§5.3: on or off, its own analysis window, the edge share, the gradual-change RMSE and the
+    noise guard's z."""
+
+    enabled: bool = _setting(True, _boolean)
+    analysis_s: float = _setting(2 * 86400.0, _duration)
+    edge_share: float = _setting(0.2, _share)
+    rmse_threshold: float = _setting(0.1, _positive)
+    z: float = _setting(2.326, _non_negative)
+
+
+@dataclass(frozen=True, slots=True)
+class DetectionConfig:
+    """The detection pipeline's constants (FBDetect §5.2–5.3), the paper's values as defaults.
+    ``engine``: ``fbdetect`` (KDD'18's detector is not offered yet)."""
+
+    engine: str = _setting("fbdetect", lambda value, where: _one_of(value, where, ("fbdetect",)))
+    change_point: ChangePointConfig = _nested(ChangePointConfig)
+    went_away: WentAwayConfig = _nested(WentAwayConfig)
+    seasonality: SeasonalityConfig = _nested(SeasonalityConfig)
+    long_term: LongTermConfig = _nested(LongTermConfig)
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """Everything ``regbot.yml`` can say; ``source`` is the file it came from."""
@@ -534,6 +637,7 @@ class Config:
         default_factory=_default_workloads, metadata={"read": _workloads}
     )
     higher_is_better: frozenset[str] = _setting(frozenset({"throughput", "qps"}), _words)
+    detection: DetectionConfig = _nested(DetectionConfig)
     dedup: DedupSettings = _nested(DedupSettings)
     cost_shift: CostShiftSettings = _nested(CostShiftSettings)
     attribution: AttributionSettings = _nested(AttributionSettings)

@@ -12,13 +12,13 @@ from rich.console import Console
 from regbot import __version__
 from regbot.atomic import write_json_atomic
 from regbot.bot.config import Config, load_config
+from regbot.bot.detection_settings import detection_settings
 from regbot.bot.dedup_context import build_dedup_context, open_profile_index
 from regbot.bot.state import open_state
 from regbot.bot.views import detection_table, funnel_line
 from regbot.detection.dedup import DedupSettings, deduplicate
 from regbot.detection.model import (
     CostShiftSettings,
-    DetectionSettings,
     MergeRule,
     PairwiseSettings,
     SomSettings,
@@ -55,8 +55,7 @@ def dedup_settings(config: Config) -> DedupSettings:
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     config = load_config(args.config)
-    workload = config.workload(args.workload or "default")
-    settings = DetectionSettings(workload=workload, higher_is_better=config.higher_is_better)
+    settings = detection_settings(config, args.workload)
     if not find_series_files(args.series):
         raise InputError(
             " ".join(map(str, args.series)), "series files (.csv, .jsonl, or folders of them)"

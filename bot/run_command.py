@@ -60,6 +60,7 @@ from regbot.attribution.rank import RankSettings
 from regbot.attribution.stack_paths import heaviest_paths
 from regbot.bot.baseline import MissingBaseline, find_missing_baselines, missing_names
 from regbot.bot.comment import render_summary
+from regbot.bot.detection_settings import detection_settings
 from regbot.bot.config import Config, load_config
 from regbot.bot.dedup_context import build_dedup_context
 from regbot.bot.detect_command import dedup_settings
@@ -79,7 +80,7 @@ from regbot.bot.sources import RunSeries, gather_series
 from regbot.bot.state import StateStore, open_state
 from regbot.bot.views import attribution_table, detection_table, funnel_line
 from regbot.detection.dedup import deduplicate
-from regbot.detection.model import Candidate, DetectionSettings, WindowBounds, subroutine_of_series
+from regbot.detection.model import Candidate, WindowBounds, subroutine_of_series
 from regbot.detection.pipeline import detect_in_windows
 from regbot.detection.report import build_report
 from regbot.errors import InputError
@@ -207,9 +208,7 @@ def analyse(
     workload: str | None,
 ) -> tuple[dict, list, Mapping[str, Candidate]]:
     """Detection, dedup (with the deploy's commit → subroutines map) and attribution."""
-    settings = DetectionSettings(
-        workload=config.workload(workload or "default"), higher_is_better=config.higher_is_better
-    )
+    settings = detection_settings(config, workload)
     result = detect_in_windows(run_series.series, settings, windows)
     context = build_dedup_context(
         result.reported,
