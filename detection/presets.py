@@ -32,14 +32,38 @@ class Threshold:
 
 
 @dataclass(frozen=True, slots=True)
+class MinPoints:
+    """The fewest points (distinct timestamps) each window holds for a series.
+
+    A window that holds fewer points than this over its duration reaches further back for that
+    series, so that per-build series (one point per CI run, a few a day, irregular gaps) are
+    judged on enough data. They also decide when a change is reported at all: a change needs
+    ``historical`` points of history and, after it, ``extended`` points (``analysis`` points
+    when the workload has no extended window); with fewer it waits for data (see
+    ``regbot.detection.pipeline``).
+
+    Defaults (30 / 6 / 6): a dense fleet (10-minute points: 1,440 / 24 / 36 in 10d / 4h / 6h)
+    never needs widening, so its windows are FBDetect's; 6 points after a change are what
+    the change-point test needs to tell a lasting step from a one- or two-point spike, and 30
+    points of history give a baseline whose noise (and a 95th percentile) can be estimated.
+    """
+
+    historical: int = 30
+    analysis: int = 6
+    extended: int = 6
+
+
+@dataclass(frozen=True, slots=True)
 class Windows:
     """FBDetect's three windows, in seconds, oldest first: the historical window is the
     baseline, a change point must fall in the analysis window, and the extended window after it
-    shows whether the change stayed (0 = no extended window)."""
+    shows whether the change stayed (0 = no extended window). ``min_points``: the fewest
+    points each window holds per series (a window short of them reaches further back)."""
 
     historical_s: float
     analysis_s: float
     extended_s: float
+    min_points: MinPoints = MinPoints()
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 from regbot.detection.model import Candidate
-from regbot.detection.pipeline import DetectionResult
+from regbot.detection.pipeline import WINDOW_NAMES, DetectionResult
 from regbot.detection.same_regression import regression_id
 
 if TYPE_CHECKING:
@@ -56,13 +56,37 @@ def _order(candidates: list[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (c.change_time_s, c.series_id, c.detector))
 
 
+def window_section(result: DetectionResult) -> dict[str, object]:
+    """SPEC §4's ``window`` (the run's nominal bounds) and, beside it, what was used: the
+    ``min_points`` asked for, per window the fewest and most ``points`` a series held,
+    ``widened_series`` (how many series reached further back for enough points) and
+    ``earliest``: the earliest bounds any series used, in the SPEC shape."""
+    w = result.windows
+    section: dict[str, object] = {
+        "historical": [w.historical_start_s, w.analysis_start_s],
+        "analysis": [w.analysis_start_s, w.extended_start_s],
+        "extended": [w.extended_start_s, w.end_s],
+    }
+    use = result.window_use
+    if use is not None:
+        e = use.earliest
+        section["min_points"] = dict(zip(WINDOW_NAMES, use.min_points))
+        section["points"] = {name: list(use.points[name]) for name in WINDOW_NAMES}
+        section["widened_series"] = use.widened_series
+        section["earliest"] = {
+            "historical": [e.historical_start_s, e.analysis_start_s],
+            "analysis": [e.analysis_start_s, e.extended_start_s],
+            "extended": [e.extended_start_s, e.end_s],
+        }
+    return section
+
+
 def build_report(
     result: DetectionResult, version: str, dedup: DedupResult | None = None
 ) -> dict[str, object]:
     """SPEC §4. Only representatives are listed (one per dedup group touched in this run); the
     candidates a filter or a dedup stage removed go in the extra ``filtered`` list with the
     verdicts that removed them (for ``regbot explain``)."""
-    w = result.windows
     funnel = dict(result.funnel)
     if dedup is None:
         listed, removed, group_of, duplicates = result.reported, result.filtered, {}, {}
@@ -77,11 +101,7 @@ def build_report(
 
     return {
         "regbot_version": version,
-        "window": {
-            "historical": [w.historical_start_s, w.analysis_start_s],
-            "analysis": [w.analysis_start_s, w.extended_start_s],
-            "extended": [w.extended_start_s, w.end_s],
-        },
+        "window": window_section(result),
         "funnel": funnel,
         "regressions": [entry(c) for c in _order(listed)],
         "filtered": [entry(c) for c in _order(removed)],

@@ -1,13 +1,38 @@
 """SameRegressionMerger (FBDetect Table 3): one regression, one id, however many runs see it.
 
 Successive runs analyse overlapping windows, so one change is found again and again, and the
-short-term and long-term paths can both find it in one run. A candidate is the *same regression*
-as a known one (from the state store) or as another candidate of this run when it is on the same
-series and its change time is within ``gap_s`` of the other's (the nearest wins; ties: the earlier
-known regression). It then takes that regression's id; otherwise it gets a fresh id from its
-series, detector and change time (``regression_id``), so the same input always gives the same id.
-Within a run, of two candidates that are the same regression the short-term one is kept (its
-change point is the sharper estimate) and the other is merged into it. O(candidates · log known).
+short-term and long-term paths can both find it in one run. Rules, in order, for a candidate:
+
+1. **Twin in this run.** On the same series as a kept candidate of this run, its change within
+   ``gap_s`` of the other's: merged into it (the short-term one is kept: its change point is the
+   sharper estimate).
+2. **Known nearby.** A known regression (from the state store) on the same series within ``gap_s``
+   (the nearest wins; ties: the earlier): the same regression, it takes that id.
+3. **Known earlier, judged on evidence.** On a series with a known regression whose change is
+   earlier, the old level may still be in the historical window long after ``gap_s`` (a
+   per-build series keeps a step of build 93 in a 120-build history for 120 builds), so later
+   runs find "a change" at the start of every analysis window. Two changes (at the known time
+   and at the candidate's) are a new regression only when both steps are supported: the level
+   after the candidate's change point is significantly above the level *since the known change*
+   (the points between the two changes), and that level is significantly above the level before
+   the known change (where the candidate's points reach back that far, ``min_points`` of them).
+   Otherwise one change explains the data: the candidate is the same regression as the latest
+   earlier known one, either seen again or found where it really happened (an earlier run,
+   seeing only the first points at the new level, can place it a few points early). Each test
+   is a one-sided Mann–Whitney test at ``alpha``, rank-based so that heavy tails and bimodal
+   noise do not decide it; fewer than ``min_points`` points since the known change or after the
+   candidate's is no evidence. A new regression on such a series is judged against the data
+   since the known change: its ``mean_before`` becomes that level (the verdict keeps the
+   window's mean too).
+4. **Known later.** A candidate placed before a known regression (beyond ``gap_s``) is that
+   regression when a single step at the known change fits the candidate's points at least as
+   well (sum of squared errors) as a step at its own change point: the known change is the
+   better explanation.
+
+Otherwise it is a new regression with a fresh id from its series, detector and change time
+(``regression_id``), so the same input always gives the same id. The candidate's points are the
+run's (its windows, ``Candidate.times_s``/``values``, oriented): what is known from the state is
+only each regression's id, series and change time. O(candidates · (log known + points)).
 """
 
 from __future__ import annotations
@@ -16,6 +41,9 @@ import bisect
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.stats import mannwhitneyu
 
 from regbot.detection.model import Candidate, Verdict
 
@@ -39,10 +67,15 @@ def regression_id(series_id: str, detector: str, change_time_s: float) -> str:
 
 
 def merge_same_regressions(
-    candidates: list[Candidate], known: list[KnownRegression], gap_s: float
+    candidates: list[Candidate],
+    known: list[KnownRegression],
+    gap_s: float,
+    alpha: float = 0.01,
+    min_points: int = 3,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """(kept, merged): every candidate with its stable ``regression_id`` and a verdict; the
-    merged ones are duplicates of a kept candidate of this run (the verdict names it)."""
+    merged ones are duplicates of a kept candidate of this run (the verdict names it).
+    ``alpha`` and ``min_points``: the evidence test of rule 3 (module docstring)."""
     by_series: dict[str, list[KnownRegression]] = defaultdict(list)
     for regression in sorted(known, key=lambda r: (r.series_id, r.change_time_s, r.id)):
         by_series[regression.series_id].append(regression)
@@ -70,30 +103,138 @@ def merge_same_regressions(
                 False,
             )
             continue
-        previous = _nearest_known(by_series[candidate.series_id], candidate.change_time_s, gap_s)
-        if previous is not None:
-            rid = previous.id
-            verdict = Verdict(
-                STAGE,
-                True,
-                f"seen before as {rid}",
-                {
-                    "regression_id": rid,
-                    "seen_before": True,
-                    "known_change_time": previous.change_time_s,
-                },
-            )
-        else:
-            rid = regression_id(candidate.series_id, candidate.detector, candidate.change_time_s)
-            verdict = Verdict(
-                STAGE, True, "new regression", {"regression_id": rid, "seen_before": False}
-            )
-        judged = replace(candidate, regression_id=rid).with_verdict(verdict)
+        judged = _judge_against_known(
+            candidate, by_series[candidate.series_id], gap_s, alpha, min_points
+        )
         kept_by_series[candidate.series_id].append(judged)
         results[i] = (judged, True)
     kept = [results[i][0] for i in range(len(candidates)) if results[i][1]]
     merged = [results[i][0] for i in range(len(candidates)) if not results[i][1]]
     return kept, merged
+
+
+def _judge_against_known(
+    candidate: Candidate,
+    known: list[KnownRegression],
+    gap_s: float,
+    alpha: float,
+    min_points: int,
+) -> Candidate:
+    """Rules 2-4: the candidate with its id and ``same_regression`` verdict (always passed: a
+    regression seen before is still listed, under its first id)."""
+    t = candidate.change_time_s
+    previous = _nearest_known(known, t, gap_s)
+    if previous is not None:
+        return _seen_before(candidate, previous, "nearby", {})
+    earlier = [r for r in known if r.change_time_s < t]
+    if earlier:
+        evidence = level_since_known(candidate, earlier[-1].change_time_s, alpha, min_points)
+        if not evidence["significant"]:
+            reason = "its level is not significantly above the level since"
+            return _seen_before(candidate, earlier[-1], reason, evidence)
+        if not evidence["known_step_significant"]:
+            reason = "one change explains the data, the level before its change point being"
+            reason += " no different from the level before"
+            return _seen_before(candidate, earlier[-1], reason, evidence)
+        rid = regression_id(candidate.series_id, candidate.detector, t)
+        numbers = {"regression_id": rid, "seen_before": False, **evidence}
+        numbers["window_mean_before"] = candidate.mean_before
+        verdict = Verdict(
+            STAGE,
+            True,
+            f"new regression: its level is significantly above the level since "
+            f"{earlier[-1].id} (Mann-Whitney p={evidence['p_value']:.3g} < {alpha})",
+            numbers,
+        )
+        rebased = replace(candidate, mean_before=float(evidence["level_since_known"]))
+        return replace(rebased, regression_id=rid).with_verdict(verdict)
+    later = [r for r in known if r.change_time_s > t]
+    if later:
+        fit = step_fits(candidate, later[0].change_time_s)
+        if fit["sse_known"] <= fit["sse_own"]:
+            return _seen_before(candidate, later[0], "the known change fits better than", fit)
+    rid = regression_id(candidate.series_id, candidate.detector, t)
+    return replace(candidate, regression_id=rid).with_verdict(
+        Verdict(STAGE, True, "new regression", {"regression_id": rid, "seen_before": False})
+    )
+
+
+def _seen_before(
+    candidate: Candidate, previous: KnownRegression, why: str, numbers: dict[str, object]
+) -> Candidate:
+    rid = previous.id
+    reason = f"seen before as {rid}" if why == "nearby" else f"seen before as {rid}: {why} it"
+    verdict = Verdict(
+        STAGE,
+        True,
+        reason,
+        {
+            "regression_id": rid,
+            "seen_before": True,
+            "known_change_time": previous.change_time_s,
+            **numbers,
+        },
+    )
+    return replace(candidate, regression_id=rid).with_verdict(verdict)
+
+
+def level_since_known(
+    candidate: Candidate, known_change_s: float, alpha: float, min_points: int
+) -> dict[str, object]:
+    """Rule 3's evidence, on oriented values: the candidate's points from the known change to its
+    own change point (all its points before the change when the known change is older than its
+    windows) against its points from the change point on (``significant``: one-sided
+    Mann–Whitney, after > since, p < ``alpha``, ``min_points`` on each side); and those points
+    against the candidate's points before the known change (``known_step_significant``: since >
+    before, p < ``alpha``; true when fewer than ``min_points`` points before it are in the
+    candidate's windows, as then nothing disputes the known step)."""
+    times, values = candidate.times_s, candidate.values
+    k = int(candidate.change_index)
+    since = values[:k][times[:k] >= known_change_s]
+    prior = values[:k][times[:k] < known_change_s]
+    after = values[k:]
+    numbers: dict[str, object] = {
+        "known_change_time": known_change_s,
+        "points_since_known": int(since.size),
+        "points_after": int(after.size),
+        "level_since_known": float(since.mean()) if since.size else None,
+        "level_after": float(after.mean()) if after.size else None,
+        "test": "mann-whitney (one-sided)",
+        "p_value": None,
+        "alpha": alpha,
+        "significant": False,
+        "points_before_known": int(prior.size),
+        "level_before_known": float(prior.mean()) if prior.size else None,
+        "p_value_known_step": None,
+        "known_step_significant": True,
+    }
+    if since.size < min_points or after.size < min_points:
+        return numbers
+    p = float(mannwhitneyu(after, since, alternative="greater").pvalue)
+    numbers["p_value"] = p
+    numbers["significant"] = bool(p < alpha and after.mean() > since.mean())
+    if prior.size >= min_points:
+        p_known = float(mannwhitneyu(since, prior, alternative="greater").pvalue)
+        numbers["p_value_known_step"] = p_known
+        numbers["known_step_significant"] = bool(p_known < alpha)
+    return numbers
+
+
+def step_fits(candidate: Candidate, known_change_s: float) -> dict[str, object]:
+    """Rule 4's evidence: the sum of squared errors of one step at the candidate's change point
+    and of one step at the known change, over the candidate's points."""
+    values = candidate.values
+    at_known = int(np.searchsorted(candidate.times_s, known_change_s, "left"))
+    return {
+        "known_change_time": known_change_s,
+        "sse_own": _step_sse(values, int(candidate.change_index)),
+        "sse_known": _step_sse(values, at_known),
+    }
+
+
+def _step_sse(values: np.ndarray, k: int) -> float:
+    parts = [values[:k], values[k:]]
+    return float(sum(((p - p.mean()) ** 2).sum() for p in parts if p.size))
 
 
 def _nearest(candidates: list[Candidate], time_s: float, gap_s: float) -> Candidate | None:

@@ -15,7 +15,7 @@ from regbot.bot.config import (
     load_config,
     parse_config,
 )
-from regbot.detection.presets import DEFAULT_WORKLOAD, WORKLOAD_PRESETS, WorkloadSettings
+from regbot.detection.presets import DEFAULT_WORKLOAD, WORKLOAD_PRESETS, MinPoints, WorkloadSettings
 from regbot.errors import InputError
 
 # Copied verbatim from SPEC §5.
@@ -283,7 +283,7 @@ def test_unknown_key_message_reads_as_the_brief_asks() -> None:
         )
     assert str(caught.value) == (
         "regbot.yml: workloads.default.windows.analyss: unknown key: "
-        "expected one of historical, analysis, extended"
+        "expected one of historical, analysis, extended, min_points"
     )
 
 
@@ -561,3 +561,39 @@ def test_settings_are_frozen(tmp_path: Path) -> None:
     config = load_text(tmp_path, SPEC_EXAMPLE)
     with pytest.raises(AttributeError):
         config.state = Path("x")  # type: ignore[misc]
+
+
+def test_window_min_points_are_read_field_by_field(tmp_path: Path) -> None:
+    config = load_text(
+        tmp_path,
+        "workloads:\n"
+        "  builds:\n"
+        "    windows: {historical: 1m, analysis: 1m, extended: 1m,\n"
+        "              min_points: {historical: 120, analysis: 6, extended: 6}}\n"
+        "  partly:\n"
+        "    preset: frontfaas-small\n"
+        "    windows: {min_points: {analysis: 12}}\n",
+    )
+    builds = config.workloads["builds"].windows
+    assert builds == Windows(60.0, 60.0, 60.0, MinPoints(historical=120, analysis=6, extended=6))
+    partly = config.workloads["partly"].windows
+    assert partly.min_points == MinPoints(historical=30, analysis=12, extended=6)
+    assert partly.historical_s == WORKLOAD_PRESETS["frontfaas-small"].windows.historical_s
+    assert config.workloads["default"].windows.min_points == MinPoints(30, 6, 6)
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [("0", "a whole number >= 1"), ("2.5", "a whole number >= 0"), ("{a: 1}", "a number")],
+)
+def test_bad_min_points_name_the_key(tmp_path: Path, written: str, expected: str) -> None:
+    message = error_for(
+        tmp_path, f"workloads:\n  w:\n    windows:\n      min_points: {{extended: {written}}}\n"
+    )
+    assert "workloads.w.windows.min_points.extended: expected " + expected in message
+
+
+def test_unknown_min_points_key_is_named(tmp_path: Path) -> None:
+    message = error_for(tmp_path, "workloads:\n  w:\n    windows: {min_points: {history: 9}}\n")
+    assert "workloads.w.windows.min_points.history: unknown key" in message
+    assert "historical, analysis, extended" in message

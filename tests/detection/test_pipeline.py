@@ -10,10 +10,11 @@ import pytest
 
 from regbot.detection.model import DetectionSettings, LongTermSettings, WindowBounds
 from regbot.detection.pipeline import FUNNEL_KEYS, detect_in_windows, run_detection
-from regbot.detection.presets import Threshold, Windows, WorkloadSettings
+from regbot.detection.presets import MinPoints, Threshold, Windows, WorkloadSettings
 from regbot.detection.report import build_report, regression_id
 from regbot.detection.simulate import FleetScenario, simulate_fleet
 from regbot.profiles.model import Series
+from regbot.profiles.series_files import read_series_files
 
 
 def fleet_settings(bounds: WindowBounds, long_term: bool = False) -> DetectionSettings:
@@ -150,3 +151,102 @@ def test_awkward_series_do_not_crash() -> None:
     result = run_detection(series, settings)
     assert result.funnel["series"] == 5
     assert not result.reported
+
+
+# --- windows per series, and waiting for data ------------------------------------------------
+
+
+def test_a_dense_fleet_keeps_fbdetects_windows(fleet_run) -> None:
+    series, _, bounds, result = fleet_run
+    use = result.window_use
+    assert use.widened_series == 0 and use.earliest == bounds
+    assert all(c.windows == bounds for c in result.reported + result.filtered)
+    window = build_report(result, "test")["window"]
+    assert window["historical"] == [bounds.historical_start_s, bounds.analysis_start_s]
+    assert window["earliest"]["analysis"] == window["analysis"]
+    held = int(((series[0].timestamps_s >= bounds.analysis_start_s)
+                & (series[0].timestamps_s < bounds.extended_start_s)).sum())  # fmt: skip
+    assert window["points"]["analysis"] == [held, held] and window["widened_series"] == 0
+
+
+def test_each_window_reaches_back_to_its_minimum_of_points() -> None:
+    times = 10.0 * np.arange(100)  # points at 0, 10, ..., 990
+    bounds = WindowBounds(950.0, 970.0, 980.0, 990.0)
+    need = Windows(20.0, 10.0, 10.0, MinPoints(historical=10, analysis=3, extended=4))
+    # extended [980, 990] holds 2 points: it starts at the 4th last (960); the analysis window
+    # keeps its 10 s, [950, 960) holds 1 point: it starts at the 3rd before 960 (930); the
+    # historical window keeps its 20 s, [910, 930) holds 2: it starts 10 points before 930.
+    assert bounds.for_series(times, need) == WindowBounds(830.0, 930.0, 960.0, 990.0)
+    roomy = Windows(20.0, 10.0, 10.0, MinPoints(historical=2, analysis=1, extended=2))
+    assert bounds.for_series(times, roomy) is bounds  # enough points: the run's own bounds
+    few = bounds.for_series(times[:3], need)  # fewer points than asked: back to the first
+    assert few.extended_start_s == 0.0 and few.end_s == 990.0
+    assert bounds.for_series(times[:0], need) == bounds
+    later = times + 5.0  # points after end_s do not count
+    assert bounds.for_series(later, need).extended_start_s == 955.0
+
+
+def per_build_series(n: int, step_at: int, size: float, seed: int) -> Series:
+    """One point per build, builds at irregular times (mean gap 5 h, some long gaps)."""
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(5 * 3600.0, n).clip(600.0) + 2 * 86400.0 * (rng.random(n) < 0.03)
+    values = 50.0 * (1.0 + rng.normal(0, 0.004, n))
+    values[step_at:] *= 1.0 + size
+    return Series("bench/query", "latency", 1_700_000_000 + np.cumsum(gaps), values)
+
+
+def per_build_settings(minimum: MinPoints, extended_s: float = 60.0) -> DetectionSettings:
+    windows = Windows(60.0, 60.0, extended_s, minimum)
+    return DetectionSettings(workload=WorkloadSettings(Threshold("relative", 0.02), windows, 60))
+
+
+def test_a_lasting_step_in_a_per_build_series_is_found_only_with_enough_points() -> None:
+    series = per_build_series(300, step_at=290, size=0.05, seed=11)
+    found = run_detection([series], per_build_settings(MinPoints(120, 6, 6)))
+    (regression,) = found.reported
+    assert int(np.searchsorted(series.timestamps_s, regression.change_time_s)) == 290
+    assert regression.windows.historical_start_s == series.timestamps_s[300 - 132]
+    window = build_report(found, "test")["window"]
+    assert window["points"] == {"historical": [120, 120], "analysis": [6, 6], "extended": [6, 6]}
+    assert window["widened_series"] == 1 and window["min_points"]["historical"] == 120
+    assert window["earliest"]["analysis"][0] == series.timestamps_s[288]
+    # a minute per window holds no build: nothing to compare without the minimum
+    assert not run_detection([series], per_build_settings(MinPoints(1, 1, 1))).reported
+
+
+def test_repeated_measurements_of_a_build_count_as_one_point(tmp_path) -> None:
+    series = per_build_series(300, step_at=290, size=0.05, seed=12)
+    rng = np.random.default_rng(13)
+    rows = ["timestamp,series,value,kind"]
+    for t, v in zip(series.timestamps_s, series.values):
+        rows += [f"{t:.0f},bench/query,{float(v * (1 + e))!r},latency" for e in rng.normal(0, 1e-3, 4)]
+    path = tmp_path / "builds.csv"
+    path.write_text("\n".join(rows) + "\n")
+    (read,) = read_series_files([path])  # the reader averages a build's repeats into one point
+    assert len(read.timestamps_s) == 300
+    result = run_detection([read], per_build_settings(MinPoints(120, 6, 6)))
+    assert result.window_use.points["extended"] == (6, 6) and len(result.reported) == 1
+
+
+def test_a_change_with_too_short_a_history_waits_for_data() -> None:
+    short = per_build_series(40, step_at=30, size=0.08, seed=14)  # 28 points before analysis
+    result = run_detection([short], per_build_settings(MinPoints(30, 6, 6)))
+    assert not result.reported
+    assert {c.detector for c in result.filtered} == {"short-term", "long-term"}
+    for waiting in result.filtered:  # the long-term path waits too (its rise has no history)
+        verdict = waiting.verdicts["enough_data"]
+        assert not verdict.passed and verdict.reason.startswith("waiting for data")
+        assert verdict.numbers["points_before"] == 28 and verdict.numbers["needed_before"] == 30
+    longer = per_build_series(46, step_at=36, size=0.08, seed=14)
+    assert len(run_detection([longer], per_build_settings(MinPoints(30, 6, 6))).reported) == 1
+
+
+def test_a_change_at_the_very_end_waits_without_an_extended_window() -> None:
+    series = per_build_series(200, step_at=196, size=0.10, seed=15)  # 4 points at the new level
+    settings = per_build_settings(MinPoints(120, 12, 6), extended_s=0.0)
+    result = run_detection([series], settings)
+    assert not result.reported
+    verdict = result.filtered[0].verdicts["enough_data"]
+    assert verdict.numbers["points_after"] == 4 and verdict.numbers["needed_after"] == 12
+    later = per_build_series(210, step_at=196, size=0.10, seed=15)
+    assert len(run_detection([later], settings).reported) == 1
