@@ -23,7 +23,8 @@ short-term and long-term paths can both find it in one run. Rules, in order, for
    noise do not decide it; fewer than ``min_points`` points since the known change or after the
    candidate's is no evidence. A new regression on such a series is judged against the data
    since the known change: its ``mean_before`` becomes that level (the verdict keeps the
-   window's mean too).
+   window's mean too), and when the caller passes the workload's ``threshold``, a rise above
+   that level smaller than the threshold is the known regression seen again, not a new one.
 4. **Known later.** A candidate placed before a known regression (beyond ``gap_s``) is that
    regression when a single step at the known change fits the candidate's points at least as
    well (sum of squared errors) as a step at its own change point: the known change is the
@@ -45,7 +46,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from regbot.detection.model import Candidate, Verdict
+from regbot.detection.model import Candidate, Threshold, Verdict
+from regbot.detection.thresholds import threshold_verdict
 
 STAGE = "same_regression"
 
@@ -72,10 +74,11 @@ def merge_same_regressions(
     gap_s: float,
     alpha: float = 0.01,
     min_points: int = 3,
+    threshold: Threshold | None = None,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """(kept, merged): every candidate with its stable ``regression_id`` and a verdict; the
     merged ones are duplicates of a kept candidate of this run (the verdict names it).
-    ``alpha`` and ``min_points``: the evidence test of rule 3 (module docstring)."""
+    ``alpha``, ``min_points`` and ``threshold``: rule 3 (module docstring)."""
     by_series: dict[str, list[KnownRegression]] = defaultdict(list)
     for regression in sorted(known, key=lambda r: (r.series_id, r.change_time_s, r.id)):
         by_series[regression.series_id].append(regression)
@@ -104,7 +107,7 @@ def merge_same_regressions(
             )
             continue
         judged = _judge_against_known(
-            candidate, by_series[candidate.series_id], gap_s, alpha, min_points
+            candidate, by_series[candidate.series_id], gap_s, alpha, min_points, threshold
         )
         kept_by_series[candidate.series_id].append(judged)
         results[i] = (judged, True)
@@ -119,23 +122,31 @@ def _judge_against_known(
     gap_s: float,
     alpha: float,
     min_points: int,
+    threshold: Threshold | None,
 ) -> Candidate:
     """Rules 2-4: the candidate with its id and ``same_regression`` verdict (always passed: a
     regression seen before is still listed, under its first id)."""
     t = candidate.change_time_s
     previous = _nearest_known(known, t, gap_s)
     if previous is not None:
-        return _seen_before(candidate, previous, "nearby", {})
+        return _seen_before(candidate, previous, "", {})
     earlier = [r for r in known if r.change_time_s < t]
     if earlier:
         evidence = level_since_known(candidate, earlier[-1].change_time_s, alpha, min_points)
         if not evidence["significant"]:
-            reason = "its level is not significantly above the level since"
+            reason = "its level is not significantly above the level since the known change"
             return _seen_before(candidate, earlier[-1], reason, evidence)
         if not evidence["known_step_significant"]:
-            reason = "one change explains the data, the level before its change point being"
-            reason += " no different from the level before"
+            reason = "one change explains the data: the level before its change point is no"
+            reason += " different from the level before the known change"
             return _seen_before(candidate, earlier[-1], reason, evidence)
+        rebased = replace(candidate, mean_before=float(evidence["level_since_known"]))
+        if threshold is not None:
+            size = threshold_verdict(rebased, threshold)
+            evidence["measured_since_known"] = size.numbers["measured"]
+            if not size.passed:
+                reason = "its rise above the level since the known change is below the threshold"
+                return _seen_before(candidate, earlier[-1], reason, evidence)
         rid = regression_id(candidate.series_id, candidate.detector, t)
         numbers = {"regression_id": rid, "seen_before": False, **evidence}
         numbers["window_mean_before"] = candidate.mean_before
@@ -146,13 +157,13 @@ def _judge_against_known(
             f"{earlier[-1].id} (Mann-Whitney p={evidence['p_value']:.3g} < {alpha})",
             numbers,
         )
-        rebased = replace(candidate, mean_before=float(evidence["level_since_known"]))
         return replace(rebased, regression_id=rid).with_verdict(verdict)
     later = [r for r in known if r.change_time_s > t]
     if later:
         fit = step_fits(candidate, later[0].change_time_s)
         if fit["sse_known"] <= fit["sse_own"]:
-            return _seen_before(candidate, later[0], "the known change fits better than", fit)
+            reason = "a step at the known change fits its points at least as well as its own"
+            return _seen_before(candidate, later[0], reason, fit)
     rid = regression_id(candidate.series_id, candidate.detector, t)
     return replace(candidate, regression_id=rid).with_verdict(
         Verdict(STAGE, True, "new regression", {"regression_id": rid, "seen_before": False})
@@ -163,7 +174,7 @@ def _seen_before(
     candidate: Candidate, previous: KnownRegression, why: str, numbers: dict[str, object]
 ) -> Candidate:
     rid = previous.id
-    reason = f"seen before as {rid}" if why == "nearby" else f"seen before as {rid}: {why} it"
+    reason = f"seen before as {rid}: {why}" if why else f"seen before as {rid}"
     verdict = Verdict(
         STAGE,
         True,

@@ -140,3 +140,16 @@ def test_a_known_change_placed_early_is_the_same_regression_found_where_it_happe
     assert kept.regression_id == "r-early"
     assert numbers["significant"] is True and numbers["known_step_significant"] is False
     assert numbers["points_before_known"] == 146 and numbers["p_value_known_step"] > 0.01
+
+
+def test_with_the_threshold_a_small_rise_above_the_level_since_is_no_new_regression() -> None:
+    values = step_series(220, {93: 0.10, 200: 0.015}, seed=10, sd=0.002)
+    known = [KnownRegression("r-known", "bench/a", 93 * BUILD_S)]
+    (plain,), _ = merge_same_regressions([candidate(values, 200)], known, GAP_S)
+    assert plain.regression_id != "r-known"  # significant, and no threshold asked for
+    (kept,), _ = merge_same_regressions(
+        [candidate(values, 200)], known, GAP_S, threshold=Threshold("relative", 0.02)
+    )
+    numbers = kept.verdicts["same_regression"].numbers
+    assert kept.regression_id == "r-known" and numbers["significant"] is True
+    assert 0.005 < numbers["measured_since_known"] < 0.02
