@@ -8,13 +8,24 @@ starts a new group whose id is the candidate's regression id. The choices the pa
 * **Which groups.** A group is considered when at least one of its members changed within
   ``max_gap_s`` of the candidate; its feature scores use all of its members (a member whose
   series does not overlap the candidate's window simply has no correlation).
-* **correlation** — Pearson correlation of oriented values (higher is worse, so a throughput
-  drop correlates positively with a gCPU rise) over the timestamps both series have
-  (``np.intersect1d``). The candidate's points are restricted to ``correlation_window``: its
-  analysis and extended windows plus an equal span before them, so the change sits in the
-  middle of the window; a member keeps the points of its own window (``member_of``). Maximum
-  over members, points paired by nearest time within half a spacing (``paired_points``); fewer
-  than ``MIN_COMMON_POINTS`` pairs, or a constant side, gives None.
+* **correlation** — evidence that one cause moved both series, not that they have one shape
+  (two steps at one deploy always correlate): the correlation of their *residual noise*, each
+  one's own step and the fleet's load removed, with its one-sided p-value from Fisher's z over
+  Bartlett's effective number of points (``regbot.detection.shared_cause``; the load is
+  estimated from ``DedupContext.series`` over the candidates' windows). A caller's gCPU holds
+  every sample of its callee's, so its noise holds the callee's; a throughput or latency series
+  driven by a gCPU series carries its noise too. The candidate's points are restricted to
+  ``correlation_window`` (its analysis and extended windows plus an equal span before them); a
+  member keeps the points of its own window (``member_of``); points are paired by nearest time
+  within half a spacing (``paired_points``), so a later run is compared on the points the two
+  windows share. Per group the member with the strongest evidence (largest z) counts, among its
+  *anchors*: the representative, any member of the same series, and, for a gCPU candidate, a
+  gCPU member whose noise it contains (its residual is the larger: it is the member's caller) —
+  so an unrelated leaf does not join a group through the popular caller that joined it. A
+  throughput or latency candidate may anchor on any member. The rule passes when r reaches its
+  threshold (at least ``cross_kind_correlation`` when one side is not gCPU) and p is at most
+  ``evidence_alpha`` over the members of the groups compared (family-wise). The verdict keeps
+  r, z, p, its bound, the effective points, the member, and both deltas with standard errors.
 * **text** — cosine similarity of TF-IDF vectors of character 2- and 3-grams of the series ids
   (the metric id: metric kind and subroutine), as the paper does for SOMDedup; sklearn's
   ``TfidfVectorizer(analyzer="char", ngram_range=(2, 3))`` fitted on the ids of this call (the
@@ -41,13 +52,11 @@ starts a new group whose id is the candidate's regression id. The choices the pa
   no second member: re-running the same candidates against the returned groups changes nothing.
 
 Complexity: O(new × members) feature computations, done in blocks of ``BLOCK_ROWS`` candidates
-as matrix products — correlations per pair of distinct time axes (fleet buckets share one axis;
-series with their own irregular timestamps cost one ``intersect1d`` per pair of axes), text as
-a dense product over the common n-grams plus a sparse one over the rare — then one pass over
-the candidates that keeps each group's best score per feature. Stack overlap uses an inverted
+as matrix products — noise statistics per pair of distinct time axes (fleet buckets share one
+axis; series with their own irregular timestamps cost one pairing per pair of axes), text as a
+dense product over the common n-grams plus a sparse one over the rare — then one pass over the
+candidates that keeps each group's best member per feature. Stack overlap uses an inverted
 index stack → groups: O(stacks of the candidate + hits). Memory O(BLOCK_ROWS × members).
-Measured (2 cores): 10,000 candidates on one 192-point axis against 300 past groups, all merging
-(10,300 members at the end), 2.3–4 s with the default rules, about 0.5 s more with text.
 """
 
 from __future__ import annotations
@@ -68,15 +77,21 @@ from regbot.detection.model import (
     Verdict,
     subroutine_of_series,
 )
+from regbot.detection.shared_cause import (
+    LoadFactor,
+    delta_with_se,
+    estimate_load,
+    noise_of,
+    pair_stats,
+    paired_points,
+)
 
-__all__ = ["correlation_window", "member_of", "pairwise_dedup"]
+__all__ = ["correlation_window", "member_of", "pairwise_dedup", "paired_points"]
 
 STAGE = "pairwise_dedup"
 FEATURES = ("correlation", "text", "stack_overlap")
-MIN_COMMON_POINTS = 3
 BLOCK_ROWS = 256
 DENSE_GRAM_SHARE = 0.01  # n-grams in more than 1% of the ids go to the dense product
-CONSTANT_STD = 1e-12  # a side whose std is below 1e-12 × its mean level is constant
 
 
 def correlation_window(candidate: Candidate) -> tuple[float, float]:
@@ -122,23 +137,28 @@ def pairwise_dedup(
     new = [member_of(c, rid, context) for c, rid in zip(candidates, regression_ids)]
     past = [member for group in groups for member in group.members]
     rows, n_past = past + new, len(past)
-    scorers: dict[str, _Correlations | _TextSimilarity] = {}
-    if "correlation" in features:
-        scorers["correlation"] = _Correlations(rows)
+    scorers: dict[str, _TextSimilarity] = {}
     if "text" in features:
         scorers["text"] = _TextSimilarity([m.series_id for m in rows])
+    evidence = None
+    if "correlation" in features:
+        evidence = _Evidence(
+            past, candidates, groups, _run_load(candidates, context, settings), settings
+        )
     state = _GroupState(groups, capacity=len(rows))
     judged: list[Candidate] = []
     for a in range(0, len(candidates), BLOCK_ROWS):
         b = min(len(candidates), a + BLOCK_ROWS)
         pairs = {f: s.block(n_past + a, n_past + b, n_past + b) for f, s in scorers.items()}
         best = {f: state.fold(pair, b - a) for f, pair in pairs.items()}
+        block = evidence.block(n_past + a, n_past + b, state) if evidence is not None else None
         for i in range(a, b):
             r, candidate, member = i - a, candidates[i], new[i]
             verdict, joined = _decide(
-                state, member, features, settings, {f: m[r] for f, m in best.items()}
+                state, member, features, settings, {f: m[r] for f, m in best.items()}, block, r
             )
             if joined is not None:
+                starts_group = not state.representative[joined]
                 state.add(joined, member, n_past + i)
                 for f, pair in pairs.items():  # later rows of the block see the new member
                     np.fmax(
@@ -146,8 +166,21 @@ def pairwise_dedup(
                         pair[r + 1 :, n_past + i],
                         out=best[f][r + 1 :, joined],
                     )
+                if block is not None:
+                    block.admit(r, joined, n_past + i, starts_group)
             judged.append(candidate.with_verdict(verdict))
     return judged, state.groups(groups)
+
+
+def _run_load(
+    candidates: Sequence[Candidate], context: DedupContext, settings: PairwiseSettings
+) -> LoadFactor | None:
+    """The fleet's load factor over the candidates' windows."""
+    if not candidates or not context.series:
+        return None
+    start_s = min(c.windows.historical_start_s for c in candidates)
+    end_s = max(c.windows.end_s for c in candidates)
+    return estimate_load(context.series, start_s, end_s, settings.load_min_series)
 
 
 def _validate(
@@ -171,23 +204,42 @@ def _decide(
     features: tuple[str, ...],
     settings: PairwiseSettings,
     best_rows: dict[str, np.ndarray],
+    block: _EvidenceBlock | None,
+    row: int,
 ) -> tuple[Verdict, int | None]:
     """The verdict for one candidate and the group index it joins (None: an exact match, which
     adds no member). A new group is created here."""
     exact = state.regression_group.get(member.regression_id)
     if exact is not None:
         scores = {f: 1.0 for f in features}
-        return _verdict(False, state, exact, scores, settings, exact=True, considered=1), None
+        return _verdict(False, state, exact, scores, settings, {}, exact=True, considered=1), None
     n_groups = len(state.ids)
     eligible = state.eligible(member.change_time_s, settings.max_gap_s)
-    table = {
-        f: state.stack_overlap(member.stacks) if f == "stack_overlap" else best_rows[f][:n_groups]
-        for f in features
-    }
+    table: dict[str, np.ndarray] = {}
+    for f in features:
+        if f == "stack_overlap":
+            table[f] = state.stack_overlap(member.stacks)
+        elif f == "correlation" and block is not None:
+            table[f] = block.r(row, n_groups)
+        else:
+            table[f] = best_rows[f][:n_groups]
+    significant = np.ones(n_groups, dtype=bool)
+    floor = np.zeros(n_groups)
+    bound = None
+    if block is not None:
+        tested = int(state.member_counts(n_groups)[eligible].sum()) * block.evidence.new
+        bound = settings.evidence_alpha / max(tested, 1)
+        significant = block.p(row, n_groups) <= bound  # NaN compares False
+        floor = np.where(block.both_gcpu(row, n_groups), 0.0, settings.cross_kind_correlation)
     accepted = np.zeros(n_groups, dtype=bool)
     if settings.rules:
         scored = [~np.isnan(table[r.feature]) for r in settings.rules]
-        passes = [table[r.feature] >= r.threshold for r in settings.rules]  # NaN compares False
+        passes = [
+            (table[r.feature] >= np.maximum(r.threshold, floor)) & significant
+            if r.feature == "correlation"
+            else table[r.feature] >= r.threshold  # NaN compares False
+            for r in settings.rules
+        ]
         if settings.combine == "all":  # every rule that applies to the pair, and at least one
             accepted = np.logical_and.reduce([p | ~a for p, a in zip(passes, scored)])
             accepted &= np.logical_or.reduce(scored)
@@ -198,13 +250,29 @@ def _decide(
     for values in table.values():
         aggregate += np.where(np.isnan(values), 0.0, values)
     considered = int(eligible.sum())
+
+    def evidence(g: int | None) -> dict[str, object]:
+        if block is None or g is None:
+            return {}
+        return {**block.numbers(row, g), "correlation_p_bound": bound}
+
     if accepted.any():
         g = int(np.argmax(np.where(accepted, aggregate, -np.inf)))
-        return _verdict(False, state, g, _scores(table, g), settings, considered=considered), g
+        verdict = _verdict(
+            False, state, g, _scores(table, g), settings, evidence(g), considered=considered
+        )
+        return verdict, g
     shown = int(np.argmax(np.where(eligible, aggregate, -np.inf))) if considered else None
     scores = _scores(table, shown) if shown is not None else {f: None for f in features}
     verdict = _verdict(
-        True, state, shown, scores, settings, considered=considered, new_id=member.regression_id
+        True,
+        state,
+        shown,
+        scores,
+        settings,
+        evidence(shown),
+        considered=considered,
+        new_id=member.regression_id,
     )
     return verdict, state.create(member.regression_id)
 
@@ -219,6 +287,7 @@ def _verdict(
     g: int | None,
     scores: dict[str, float | None],
     settings: PairwiseSettings,
+    evidence: dict[str, object],
     *,
     considered: int,
     exact: bool = False,
@@ -232,6 +301,7 @@ def _verdict(
         "representative": representative,
         "exact_match": exact,
         **scores,
+        **evidence,
         "aggregate": float(sum(available)) if available else None,
         "rules": [r.feature for r in settings.rules],
         "thresholds": [float(r.threshold) for r in settings.rules],
@@ -239,6 +309,9 @@ def _verdict(
         "max_gap_s": float(settings.max_gap_s),
         "groups_considered": considered,
     }
+    if "correlation" in scores:
+        numbers["evidence_alpha"] = float(settings.evidence_alpha)
+        numbers["cross_kind_correlation"] = float(settings.cross_kind_correlation)
     if not merged_passed:
         return Verdict(STAGE, False, f"merged into group {group_id} ({representative})", numbers)
     if g is None:
@@ -319,6 +392,32 @@ class _GroupState:
             out[:, sorted_groups[starts]] = np.fmax.reduceat(pair[:, columns], starts, axis=1)
         return out
 
+    def argmax(self, score: np.ndarray, block_rows: int) -> np.ndarray:
+        """(block_rows, groups + block_rows) int64: per row, each group's member column of the
+        highest finite ``score`` (columns of ``score`` are member columns), -1 for none."""
+        out = np.full((block_rows, len(self.ids) + block_rows), -1, dtype=np.int64)
+        if not self.count:
+            return out
+        groups = self.member_group[: self.count]
+        order = np.argsort(groups, kind="stable")
+        sorted_groups = groups[order]
+        starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+        columns = self.member_column[: self.count][order]
+        values = np.where(np.isnan(score[:, columns]), -np.inf, score[:, columns])
+        top = np.maximum.reduceat(values, starts, axis=1)
+        segment = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, columns.size]))
+        width = columns.size
+        hit = (values == top[:, segment]) & np.isfinite(values)
+        first = np.minimum.reduceat(np.where(hit, np.arange(width)[None, :], width), starts, axis=1)
+        out[:, sorted_groups[starts]] = np.where(
+            first < width, columns[np.minimum(first, width - 1)], -1
+        )
+        return out
+
+    def member_counts(self, n_groups: int) -> np.ndarray:
+        """(n_groups,) members per group."""
+        return np.bincount(self.member_group[: self.count], minlength=n_groups)[:n_groups]
+
     def eligible(self, change_time_s: float, max_gap_s: float) -> np.ndarray:
         near = np.abs(self.member_time[: self.count] - change_time_s) <= max_gap_s
         out = np.zeros(len(self.ids), dtype=bool)
@@ -353,89 +452,127 @@ class _GroupState:
         return out
 
 
-def paired_points(times_a: np.ndarray, times_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of the points of two series taken as simultaneous: each point of ``a`` with the
-    nearest point of ``b`` when they are less than half a spacing apart (the smaller median
-    spacing of the two), each point of ``b`` used once. Series from different sources rarely
-    share exact timestamps (a store buckets on multiples of its width, a metrics system on its
-    own scrape times), so exact intersection would find no common points."""
-    if len(times_a) == 0 or len(times_b) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    spacings = [np.median(np.diff(t)) for t in (times_a, times_b) if len(t) > 1]
-    tolerance = 0.5 * min(spacings) if spacings else 0.0
-    right = np.clip(np.searchsorted(times_b, times_a), 0, len(times_b) - 1)
-    left = np.clip(right - 1, 0, len(times_b) - 1)
-    nearer_left = np.abs(times_b[left] - times_a) < np.abs(times_b[right] - times_a)
-    nearest = np.where(nearer_left, left, right)
-    distance = np.abs(times_b[nearest] - times_a)
-    close = (distance < tolerance) | (distance == 0)
-    ia = np.flatnonzero(close)
-    ib, first = np.unique(nearest[ia], return_index=True)
-    return ia[first], ib
+class _Evidence:
+    """The noise of every row — the past members (their stored windows), then the new
+    candidates (their whole series in the run's windows, for the most points) — for the
+    correlation feature: load-free residuals (``shared_cause.noise_of``), each row's residual
+    scale, its delta with standard error, whether it is a gCPU series, and which member columns
+    are their group's representative."""
 
-
-def _standardise(values: np.ndarray) -> np.ndarray:
-    """Rows centred and scaled to unit (population) variance; constant rows become NaN."""
-    mean = values.mean(axis=1, keepdims=True)
-    centred = values - mean
-    std = np.sqrt((centred * centred).mean(axis=1, keepdims=True))
-    constant = std <= CONSTANT_STD * np.maximum(np.abs(mean), np.finfo(float).tiny)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(constant, np.nan, centred / std)
-
-
-class _Correlations:
-    """Pearson correlations between rows (members), grouped by identical time axes: for each
-    pair of axes the common timestamps are found once and the correlations of all their rows
-    are one matrix product of standardised values."""
-
-    def __init__(self, rows: Sequence[GroupMember]) -> None:
-        keys: dict[bytes, int] = {}
-        self.row_class = np.empty(len(rows), dtype=np.int64)
-        self.row_position = np.empty(len(rows), dtype=np.int64)
-        class_rows: list[list[int]] = []
-        self.class_times: list[np.ndarray] = []
-        for r, member in enumerate(rows):
-            times = np.asarray(member.times_s, dtype=np.float64)
-            c = keys.setdefault(times.tobytes(), len(keys))
-            if c == len(class_rows):
-                class_rows.append([])
-                self.class_times.append(times)
-            self.row_class[r], self.row_position[r] = c, len(class_rows[c])
-            class_rows[c].append(r)
-        self.class_rows = [np.array(rs, dtype=np.int64) for rs in class_rows]
-        self.class_values = [
-            np.array([rows[r].values for r in rs], dtype=np.float64).reshape(len(rs), -1)
-            for rs in class_rows
+    def __init__(
+        self,
+        past: Sequence[GroupMember],
+        candidates: Sequence[Candidate],
+        groups: Sequence[Group],
+        load: LoadFactor | None,
+        settings: PairwiseSettings,
+    ) -> None:
+        rows: list[GroupMember | Candidate] = [*past, *candidates]
+        self.new = len(candidates)
+        self.ids = [m.series_id for m in rows]
+        self.noise = noise_of(
+            [m.times_s for m in rows],
+            [m.values for m in rows],
+            [m.change_time_s for m in rows],
+            load,
+            settings.guard_points,
+        )
+        self.raw_sd = self.noise.raw_sd()
+        self.gcpu = np.array([subroutine_of_series(s) is not None for s in self.ids])
+        self.series = np.unique(self.ids, return_inverse=True)[1]
+        self.is_representative = np.zeros(len(rows), dtype=bool)
+        first = 0
+        for group in groups:
+            if group.members:
+                self.is_representative[first] = True
+            first += len(group.members)
+        self.rises = [
+            delta_with_se(m.values, int(np.searchsorted(m.times_s, m.change_time_s)))
+            if isinstance(m, GroupMember)
+            else delta_with_se(m.values, m.change_index)
+            for m in rows
         ]
-        self._common: dict[tuple[int, int], tuple[np.ndarray, np.ndarray] | None] = {}
-        self._standard: dict[tuple[int, int], np.ndarray] = {}
 
-    def _pair(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray] | None:
-        if (a, b) not in self._common:
-            ia, ib = paired_points(self.class_times[a], self.class_times[b])
-            self._common[a, b] = (ia, ib) if len(ia) >= MIN_COMMON_POINTS else None
-        return self._common[a, b]
+    def anchors(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """(rows, columns) bool: the member in the column may carry the evidence for the
+        candidate in the row (module docstring, "correlation")."""
+        contained = self.raw_sd[rows][:, None] > self.raw_sd[columns][None, :]
+        return (
+            (self.series[rows][:, None] == self.series[columns][None, :])
+            | self.is_representative[columns][None, :]
+            | ~self.gcpu[rows][:, None]
+            | (self.gcpu[columns][None, :] & contained)
+        )
 
-    def block(self, lo: int, hi: int, width: int) -> np.ndarray:
-        """(hi - lo, width): correlation of rows ``lo:hi`` with rows ``0:width`` (NaN: none)."""
-        out = np.full((hi - lo, width), np.nan)
-        block_class = self.row_class[lo:hi]
-        for a in np.unique(block_class).tolist():
-            in_block = np.flatnonzero(block_class == a)
-            positions = self.row_position[lo + in_block]
-            for b, columns in enumerate(self.class_rows):
-                k = int(np.searchsorted(columns, width))
-                common = self._pair(a, b) if k else None
-                if common is None:
-                    continue
-                ia, ib = common
-                left = _standardise(self.class_values[a][positions][:, ia])
-                if (a, b) not in self._standard:
-                    self._standard[a, b] = _standardise(self.class_values[b][:, ib])
-                right = self._standard[a, b][:k]
-                out[np.ix_(in_block, columns[:k])] = np.clip(left @ right.T / len(ia), -1.0, 1.0)
-        return out
+    def block(self, lo: int, hi: int, state: _GroupState) -> _EvidenceBlock:
+        return _EvidenceBlock(self, lo, hi, state)
+
+
+class _EvidenceBlock:
+    """Rows ``lo:hi`` against every row before ``hi``: the noise statistics, and per row and
+    group the member column with the strongest evidence (largest z among its anchors)."""
+
+    def __init__(self, evidence: _Evidence, lo: int, hi: int, state: _GroupState) -> None:
+        self.evidence, self.lo = evidence, lo
+        self.stats = pair_stats(evidence.noise, range(lo, hi), range(hi))
+        rows, columns = np.arange(lo, hi), np.arange(hi)
+        anchored = evidence.anchors(rows, columns)
+        self.score = np.where(anchored, self.stats.z, np.nan)
+        self.best = state.argmax(self.score, hi - lo)
+
+    def admit(self, row: int, group: int, column: int, starts_group: bool) -> None:
+        """A new member (``column``) joined ``group`` at ``row``: later rows of the block may
+        take their evidence from it."""
+        self.evidence.is_representative[column] = starts_group
+        later = np.arange(self.lo + row + 1, self.lo + self.score.shape[0])
+        if later.size == 0:
+            return
+        anchored = self.evidence.anchors(later, np.array([column]))[:, 0]
+        new = np.where(anchored, self.stats.z[row + 1 :, column], np.nan)
+        current = self.best[row + 1 :, group]
+        at = np.arange(row + 1, row + 1 + later.size)
+        held = np.where(current >= 0, self.score[at, np.maximum(current, 0)], np.nan)
+        better = ~np.isnan(new) & (np.isnan(held) | (new > held))
+        self.score[row + 1 :, column] = new
+        self.best[row + 1 :, group] = np.where(better, column, current)
+
+    def _take(self, values: np.ndarray, row: int, n_groups: int) -> np.ndarray:
+        columns = self.best[row, :n_groups]
+        return np.where(columns >= 0, values[row, np.maximum(columns, 0)], np.nan)
+
+    def r(self, row: int, n_groups: int) -> np.ndarray:
+        return self._take(self.stats.r, row, n_groups)
+
+    def p(self, row: int, n_groups: int) -> np.ndarray:
+        return self._take(self.stats.p, row, n_groups)
+
+    def both_gcpu(self, row: int, n_groups: int) -> np.ndarray:
+        columns = self.best[row, :n_groups]
+        return self.evidence.gcpu[self.lo + row] & self.evidence.gcpu[np.maximum(columns, 0)]
+
+    def numbers(self, row: int, group: int) -> dict[str, object]:
+        """The evidence behind the group's correlation score, as plain numbers."""
+        column = int(self.best[row, group])
+        own = self.evidence.rises[self.lo + row]
+        if column < 0:
+            return {"correlation_member": None, "delta": _plain(own[0]), "delta_se": _plain(own[1])}
+        other = self.evidence.rises[column]
+        s = self.stats
+        return {
+            "correlation_member": self.evidence.ids[column],
+            "correlation_z": _plain(s.z[row, column]),
+            "correlation_p": _plain(s.p[row, column]),
+            "correlation_points": _plain(s.n_eff[row, column]),
+            "delta": _plain(own[0]),
+            "delta_se": _plain(own[1]),
+            "member_delta": _plain(other[0]),
+            "member_delta_se": _plain(other[1]),
+        }
+
+
+def _plain(value: float) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None
 
 
 class _TextSimilarity:

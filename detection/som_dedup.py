@@ -135,6 +135,7 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 
+from regbot.detection.cause_groups import cause_groups
 from regbot.detection.model import (
     Candidate,
     DedupContext,
@@ -143,6 +144,7 @@ from regbot.detection.model import (
     Verdict,
     subroutine_of_series,
 )
+from regbot.detection.shared_cause import LoadFactor, estimate_load
 from regbot.errors import InputError
 
 __all__ = [
@@ -153,10 +155,10 @@ __all__ = [
     "StackLinks",
     "elect",
     "grid_side",
-    "group_labels",
     "importance_scores",
     "joined_verdict",
     "reelect",
+    "run_load",
     "rehome",
     "root_cause_bitmap",
     "series_popularity",
@@ -542,29 +544,6 @@ def _moments(candidates: Sequence[Candidate], inside: sparse.coo_matrix) -> np.n
     return moment
 
 
-def group_labels(cells: np.ndarray, links: StackLinks) -> np.ndarray:
-    """Final groups: candidates with stack samples are grouped by their ``head`` (the SOM cell
-    does not split a head's group, nor join two); a candidate without stacks stays in its SOM
-    cell, with the head that has the most members in that cell (ties: the lowest index), or
-    with the cell alone when no member of the cell has stacks. Labels are ints, one per group."""
-    cells = np.asarray(cells, dtype=np.int64)
-    n = len(cells)
-    labels = np.where(links.head >= 0, links.head, -1).astype(np.int64)
-    stacked = links.head >= 0
-    cell_ids = np.unique(cells)
-    for cell in cell_ids.tolist():
-        loose = np.flatnonzero((cells == cell) & ~stacked)
-        if loose.size == 0:
-            continue
-        heads = links.head[(cells == cell) & stacked]
-        if heads.size:
-            values, counts = np.unique(heads, return_counts=True)
-            labels[loose] = int(values[np.argmax(counts)])  # first maximum: the lowest head
-        else:
-            labels[loose] = n + int(np.searchsorted(cell_ids, cell))
-    return labels
-
-
 # --- the stage ------------------------------------------------------------------------------
 
 
@@ -578,8 +557,9 @@ def som_dedup(
     by_kind: dict[str, list[int]] = {}
     for i, c in enumerate(candidates):
         by_kind.setdefault(c.kind, []).append(i)
+    load = run_load(candidates, context, settings.load_min_series)
     for indices in by_kind.values():
-        found = _kind_verdicts([candidates[i] for i in indices], context, settings)
+        found = _kind_verdicts([candidates[i] for i in indices], context, settings, load)
         verdicts.update(zip(indices, found))
     return [c.with_verdict(verdicts[i]) for i, c in enumerate(candidates)]
 
@@ -665,19 +645,40 @@ def joined_verdict(candidate: Candidate, representative: Candidate, former: str)
     )
 
 
+def run_load(
+    candidates: Sequence[Candidate], context: DedupContext, min_series: int
+) -> LoadFactor | None:
+    """The fleet's load factor over the candidates' windows (``shared_cause.estimate_load``)."""
+    if not candidates or not context.series:
+        return None
+    start_s = min(c.windows.historical_start_s for c in candidates)
+    end_s = max(c.windows.end_s for c in candidates)
+    return estimate_load(context.series, start_s, end_s, min_series)
+
+
 def _kind_verdicts(
-    candidates: list[Candidate], context: DedupContext, settings: SomSettings
+    candidates: list[Candidate],
+    context: DedupContext,
+    settings: SomSettings,
+    load: LoadFactor | None,
 ) -> list[Verdict]:
     side = grid_side(len(candidates))
     features, _ = som_features(candidates, context, settings.fourier_terms, settings.seed)
     _, bmu = train_som(features, side, settings.epochs, settings.seed)
     links = stack_links(candidates, context)
-    labels = group_labels(_merged_cells(features, bmu, MERGE_DISTANCE), links)
+    cells = _merged_cells(features, bmu, MERGE_DISTANCE)
+    times = candidates[0].times_s
+    spacing = float(np.median(np.diff(times))) if len(times) > 1 else 0.0
+    found = cause_groups(
+        candidates, cells, links.head, links.credited, context, settings, load,
+        CASCADE_BUCKETS * spacing,
+    )
+    labels = found.labels
     verdicts: dict[int, Verdict] = {}
     for label in np.unique(labels):
         members = np.flatnonzero(labels == label).tolist()
         group = [candidates[i] for i in members]
-        election = elect(group, context, settings, links.credited[members])
+        election = elect(group, context, settings, found.credited[members])
         best = election.best
         representative = group[best]
         cell = _grid_position(int(bmu[members[best]]), side)
@@ -694,6 +695,7 @@ def _kind_verdicts(
                         "side": side,
                         **_election_numbers(election, k),
                         "members": [c.series_id for c in group],
+                        **_evidence_numbers(found.numbers[i]),
                     },
                 )
             else:
@@ -708,9 +710,16 @@ def _kind_verdicts(
                         "importance": float(election.scores[k]),
                         "representative_importance": float(election.scores[best]),
                         "credited_change": float(election.credited[k]),
+                        **_evidence_numbers(found.numbers[i]),
                     },
                 )
     return [verdicts[i] for i in range(len(candidates))]
+
+
+def _evidence_numbers(numbers: dict[str, object]) -> dict[str, object]:
+    """A candidate's evidence numbers (``cause_groups``), prefixed so that they stay apart from
+    the election's; the kind of evidence stays ``evidence``."""
+    return {k if k == "evidence" else f"evidence_{k}": v for k, v in numbers.items()}
 
 
 def _election_numbers(election: Election, k: int) -> dict[str, object]:
@@ -735,3 +744,13 @@ def _validate(settings: SomSettings) -> None:
         raise InputError("SomSettings.fourier_terms", "0 or more", settings.fourier_terms)
     if len(settings.weights) != 4 or not all(math.isfinite(w) for w in settings.weights):
         raise InputError("SomSettings.weights", "four finite numbers", settings.weights)
+    if not 0.0 < settings.evidence_alpha < 1.0:
+        raise InputError("SomSettings.evidence_alpha", "in (0, 1)", settings.evidence_alpha)
+    for name in ("min_noise_correlation", "min_cross_correlation"):
+        value = getattr(settings, name)
+        if not -1.0 <= value <= 1.0:
+            raise InputError(f"SomSettings.{name}", "in [-1, 1]", value)
+    if not math.isfinite(settings.rise_z):
+        raise InputError("SomSettings.rise_z", "a finite number", settings.rise_z)
+    if settings.guard_points < 0:
+        raise InputError("SomSettings.guard_points", "0 or more", settings.guard_points)

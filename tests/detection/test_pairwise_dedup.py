@@ -1,5 +1,8 @@
 """PairwiseDedup (FBDetect §5.5.2) on seeded synthetic candidates over a 5-minute axis, checked
-against a slow loop-per-pair reference.
+against a slow loop-per-pair reference. The correlation feature is evidence of one cause (the
+residual noise of two series, their own steps removed): series that share a cause are built
+sharing noise (a caller's gCPU holds its callee's; a throughput series falls with its gCPU's
+wiggles), and steps at one time with noise of their own never merge on it.
 
 Index convention (``detection/model.py``): ``change_index`` is the first point after the change.
 """
@@ -24,6 +27,7 @@ from regbot.detection.model import (
     subroutine_of_series,
 )
 from regbot.detection.pairwise_dedup import correlation_window, member_of, pairwise_dedup
+from regbot.detection.shared_cause import noise_of, pair_stats
 
 STEP_S = 300.0
 T0_S = 1_700_000_000.0
@@ -60,6 +64,14 @@ def step_series(rng: np.random.Generator, base: float, step: float, noise: float
     values = base + rng.normal(0.0, noise, N)
     values[change:] += step
     return values
+
+
+def driven_by(
+    rng: np.random.Generator, source: np.ndarray, gain: float, base: float, noise: float
+) -> np.ndarray:
+    """A series whose every wiggle and step is ``gain`` × ``source``'s (its deviation from
+    ``source``'s first value), on ``base``, plus noise of its own."""
+    return base + gain * (source - source[0]) + rng.normal(0.0, noise, len(source))
 
 
 def candidate(
@@ -115,10 +127,13 @@ def plain(numbers) -> dict:
 
 
 def test_leaf_throughput_and_caller_form_one_group() -> None:
+    """The throughput series falls with every wiggle of the leaf's gCPU: it merges on the
+    correlation of their noise. The caller (noise only, its own) merges on its stacks."""
     rng = np.random.default_rng(0)
-    leaf = candidate(gcpu(LEAF), step_series(rng, 0.02, 0.01, 0.001))
+    leaf_raw = step_series(rng, 0.02, 0.01, 0.001)
+    leaf = candidate(gcpu(LEAF), leaf_raw)
     throughput = candidate(
-        "throughput:feed", step_series(rng, 1000.0, -50.0, 5.0), kind="throughput"
+        "throughput:feed", driven_by(rng, leaf_raw, -5000.0, 1000.0, 1.0), kind="throughput"
     )
     caller = candidate(gcpu(CALLER), step_series(rng, 0.03, 0.0, 0.001))  # noise only
     judged, groups = run([leaf, throughput, caller])
@@ -128,9 +143,13 @@ def test_leaf_throughput_and_caller_form_one_group() -> None:
     merged = plain(judged[1].verdicts["pairwise_dedup"].numbers)
     assert merged["group"] == "r0" and merged["representative"] == gcpu(LEAF)
     assert merged["correlation"] > 0.9 and merged["stack_overlap"] is None
+    assert merged["correlation_member"] == gcpu(LEAF)
+    assert merged["correlation_p"] <= merged["correlation_p_bound"]
+    assert merged["delta"] == pytest.approx(-throughput.delta, rel=0.2) or merged["delta"] > 0
+    assert merged["member_delta"] == pytest.approx(0.01, rel=0.2)
     assert judged[1].verdicts["pairwise_dedup"].reason == f"merged into group r0 ({gcpu(LEAF)})"
     by_stacks = plain(judged[2].verdicts["pairwise_dedup"].numbers)
-    assert by_stacks["stack_overlap"] == 1.0 and by_stacks["correlation"] < 0.8
+    assert by_stacks["stack_overlap"] == 1.0 and abs(by_stacks["correlation"]) < 0.3
     # The members carry their window's points and, for gCPU, their stacks.
     start_s, end_s = correlation_window(leaf)
     member = groups[0].members[0]
@@ -184,15 +203,17 @@ def test_same_regression_in_a_later_run_joins_the_old_group() -> None:
     judged, groups = run([again], previous, ids=["run2-leaf"])
     verdict = judged[0].verdicts["pairwise_dedup"]
     assert not verdict.passed and verdict.numbers["group"] == "run1-leaf"
-    assert verdict.numbers["correlation"] == pytest.approx(1.0)
+    assert verdict.numbers["correlation"] == pytest.approx(1.0, abs=1e-4)  # the same noise
     assert verdict.numbers["exact_match"] is False
     assert [g.id for g in groups] == ["run1-leaf"] and len(groups[0].members) == 2
 
 
 def test_rerunning_the_same_candidates_changes_nothing() -> None:
     rng = np.random.default_rng(3)
-    candidates = independent_pair(3) + [
-        candidate("throughput:feed", step_series(rng, 1000.0, -50.0, 5.0), kind="throughput"),
+    pair = independent_pair(3)
+    driven = driven_by(rng, pair[0].values, -5000.0, 1000.0, 1.0)
+    candidates = pair + [
+        candidate("throughput:feed", driven, kind="throughput"),
         candidate(gcpu(CALLER), step_series(rng, 0.03, 0.0, 0.001)),
     ]
     judged, groups = run(candidates)
@@ -212,11 +233,27 @@ def test_rerunning_the_same_candidates_changes_nothing() -> None:
 
 
 def correlated_pair(seed: int = 4) -> list[Candidate]:
+    """A leaf's gCPU and a throughput series driven by it."""
     rng = np.random.default_rng(seed)
+    leaf = step_series(rng, 0.02, 0.01, 0.001)
+    throughput = driven_by(rng, leaf, -5000.0, 1000.0, 1.0)
     return [
-        candidate(gcpu(LEAF), step_series(rng, 0.02, 0.01, 0.001)),
-        candidate("throughput:feed", step_series(rng, 1000.0, -50.0, 5.0), kind="throughput"),
+        candidate(gcpu(LEAF), leaf),
+        candidate("throughput:feed", throughput, kind="throughput"),
     ]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_throughput_step_at_the_same_time_with_its_own_noise_stays_apart(seed: int) -> None:
+    """Same time, same shape, a large step: without shared noise it is not one cause."""
+    rng = np.random.default_rng(seed)
+    leaf = candidate(gcpu(LEAF), step_series(rng, 0.02, 0.01, 0.001))
+    throughput = step_series(rng, 1000.0, -50.0, 5.0)
+    judged, groups = run([leaf, candidate("throughput:feed", throughput, kind="throughput")])
+    verdict = judged[1].verdicts["pairwise_dedup"]
+    assert verdict.passed and len(groups) == 2
+    numbers = verdict.numbers
+    assert numbers["correlation"] < 0.3 or numbers["correlation_p"] > numbers["correlation_p_bound"]
 
 
 @pytest.mark.parametrize("combine", ["any", "all"])
@@ -249,10 +286,15 @@ def test_all_keeps_simultaneous_steps_in_unrelated_code_apart() -> None:
 
 def test_all_merges_when_every_rule_holds() -> None:
     rng = np.random.default_rng(5)
-    leaf = candidate(gcpu(LEAF), step_series(rng, 0.02, 0.01, 0.001))
-    caller = candidate(gcpu(CALLER), step_series(rng, 0.02, 0.01, 0.001))
+    leaf_raw = step_series(rng, 0.02, 0.01, 0.001)
+    leaf = candidate(gcpu(LEAF), leaf_raw)
+    caller = candidate(gcpu(CALLER), driven_by(rng, leaf_raw, 1.0, 0.03, 0.001))  # holds the leaf
     judged, groups = run([leaf, caller], settings=PairwiseSettings(combine="all"))
     assert not judged[1].verdicts["pairwise_dedup"].passed and len(groups) == 1
+    # Its own noise only: the stacks alone do not merge it under "all".
+    alone = candidate(gcpu(CALLER), step_series(rng, 0.03, 0.01, 0.001))
+    judged, groups = run([leaf, alone], settings=PairwiseSettings(combine="all"))
+    assert judged[1].verdicts["pairwise_dedup"].passed and len(groups) == 2
 
 
 def test_a_none_score_fails_even_a_zero_threshold() -> None:
@@ -303,19 +345,26 @@ def test_max_gap_excludes_far_groups() -> None:
 
 
 def test_several_accepting_groups_the_highest_aggregate_wins() -> None:
+    """The caller's noise holds both the other subroutine's and the leaf's (equally): both
+    groups accept it on the correlation under "any", the leaf's also on the stacks, so its
+    aggregate is the higher."""
     rng = np.random.default_rng(8)
-    other = candidate(gcpu(OTHER), step_series(rng, 0.02, 0.01, 0.001))
-    leaf = candidate(gcpu(LEAF), step_series(rng, 0.02, 0.01, 0.001))
-    caller = candidate(gcpu(CALLER), step_series(rng, 0.02, 0.01, 0.001))
-    only_corr = PairwiseSettings(rules=(MergeRule("correlation", 0.8),))
-    _, groups = run([other, leaf], settings=only_corr)
-    assert len(groups) == 1
-    groups = [Group("g-other", groups[0].members[:1]), Group("g-leaf", groups[0].members[1:])]
-    both = PairwiseSettings(rules=(MergeRule("correlation", 0.8), MergeRule("stack_overlap", 0.5)))
+    other_raw = step_series(rng, 0.02, 0.01, 0.001)
+    leaf_raw = step_series(rng, 0.02, 0.01, 0.001)
+    other = candidate(gcpu(OTHER), other_raw)
+    leaf = candidate(gcpu(LEAF), leaf_raw)
+    caller = candidate(gcpu(CALLER), driven_by(rng, other_raw + leaf_raw, 1.0, 0.05, 0.0005))
+    _, groups = run([other, leaf])
+    assert len(groups) == 2
+    groups = [Group("g-other", groups[0].members), Group("g-leaf", groups[1].members)]
+    both = PairwiseSettings(
+        rules=(MergeRule("correlation", 0.5), MergeRule("stack_overlap", 0.5)), combine="any"
+    )
     judged, _ = run([caller], groups, settings=both, ids=["c"])
     numbers = judged[0].verdicts["pairwise_dedup"].numbers
     assert numbers["group"] == "g-leaf" and numbers["stack_overlap"] == 1.0
     assert numbers["aggregate"] == pytest.approx(1.0 + numbers["correlation"])
+    assert numbers["correlation"] > 0.5
 
 
 def test_verdict_numbers_are_json_and_inputs_are_checked() -> None:
@@ -323,8 +372,10 @@ def test_verdict_numbers_are_json_and_inputs_are_checked() -> None:
     for c in judged:
         numbers = plain(c.verdicts["pairwise_dedup"].numbers)
         assert set(numbers) >= {"group", "correlation", "stack_overlap", "thresholds", "combine"}
+        if numbers["group"] is not None:  # compared with a group: the evidence is shown
+            assert set(numbers) >= {"correlation_p", "correlation_p_bound", "delta", "delta_se"}
         assert numbers["rules"] == ["correlation", "stack_overlap"]
-        assert numbers["thresholds"] == [0.8, 0.5]
+        assert numbers["thresholds"] == [0.1, 0.5]
     with pytest.raises(ValueError, match="regression_ids"):
         pairwise_dedup(correlated_pair(), [], CONTEXT, SETTINGS, regression_ids=["x"])
     with pytest.raises(ValueError, match="combine"):
@@ -335,7 +386,8 @@ def test_verdict_numbers_are_json_and_inputs_are_checked() -> None:
 
 
 def reference_dedup(candidates, groups, context, settings, ids):
-    """Loop per candidate, group and member, with np.corrcoef, sklearn's cosine and Python
+    """Loop per candidate, group and member, with one small ``noise_of``/``pair_stats`` call
+    per pair (each row's residual depends on that row alone), sklearn's cosine and Python
     sets: ([(merged group id or None, scores, or True for an exact match)],
     [(group id, [regression ids])])."""
     new = [member_of(c, r, context) for c, r in zip(candidates, ids)]
@@ -344,6 +396,21 @@ def reference_dedup(candidates, groups, context, settings, ids):
     vectors = TfidfVectorizer(analyzer="char", ngram_range=(2, 3)).fit_transform(vocab)
     cos = cosine_similarity(vectors)
     text = {(x, y): cos[i, j] for i, x in enumerate(vocab) for j, y in enumerate(vocab)}
+    # the rows the noise comes from: a past member's stored window, a candidate's whole series
+    row_of = {id(m): (m.times_s, m.values, m.change_time_s) for g in groups for m in g.members}
+    for c, m in zip(candidates, new):
+        row_of[id(m)] = (c.times_s, c.values, c.change_time_s)
+
+    def evidence(cand_member, m):
+        a, b = row_of[id(cand_member)], row_of[id(m)]
+        noise = noise_of([a[0], b[0]], [a[1], b[1]], [a[2], b[2]], None, settings.guard_points)
+        stats = pair_stats(noise, [0], [1])
+        sd = noise.raw_sd()
+        return float(stats.r[0, 0]), float(stats.z[0, 0]), float(stats.p[0, 0]), sd[0] > sd[1]
+
+    def is_gcpu(series_id):
+        return subroutine_of_series(series_id) is not None
+
     state = [(g.id, list(g.members)) for g in groups]
     features = list(dict.fromkeys(r.feature for r in settings.rules))
     out = []
@@ -356,23 +423,30 @@ def reference_dedup(candidates, groups, context, settings, ids):
         if home:
             out.append((state[home[0]][0], True))
             continue
-        start_s, end_s = correlation_window(cand)
+        eligible = [
+            k
+            for k, (_, ms) in enumerate(state)
+            if any(abs(m.change_time_s - cand.change_time_s) <= settings.max_gap_s for m in ms)
+        ]
+        bound = settings.evidence_alpha / max(
+            1, len(candidates) * sum(len(state[k][1]) for k in eligible)
+        )
         scored = []
-        for k, (_, ms) in enumerate(state):
-            if not any(abs(m.change_time_s - cand.change_time_s) <= settings.max_gap_s for m in ms):
-                continue
+        for k in eligible:
+            ms = state[k][1]
             s = {}
-            corrs = []
-            for m in ms:
-                common, ia, ib = np.intersect1d(member.times_s, m.times_s, return_indices=True)
-                x, y = member.values[ia], m.values[ib]
-                if (
-                    len(common) >= 3
-                    and np.std(x) > 1e-12 * abs(x.mean())
-                    and np.std(y) > 1e-12 * abs(y.mean())
-                ):
-                    corrs.append(np.corrcoef(x, y)[0, 1])
-            s["correlation"] = max(corrs) if corrs else None
+            best = None  # (z, r, p, member)
+            for n, m in enumerate(ms):
+                r, z, p, contains = evidence(member, m)
+                anchor = (
+                    n == 0
+                    or m.series_id == member.series_id
+                    or not is_gcpu(member.series_id)
+                    or (is_gcpu(m.series_id) and contains)
+                )
+                if anchor and np.isfinite(z) and (best is None or z > best[0]):
+                    best = (z, r, p, m)
+            s["correlation"] = best[1] if best is not None else None
             s["text"] = max(text[member.series_id, m.series_id] for m in ms)
             union: dict[int, float] = {}  # stack -> weight, the first member's
             for m in ms:
@@ -387,11 +461,22 @@ def reference_dedup(candidates, groups, context, settings, ids):
                 inside = sum(w for i, w in zip(own.stack_ids, own.weights) if int(i) in union)
                 smaller = min(own.weights.sum(), sum(union.values()))
                 s["stack_overlap"] = inside / smaller if smaller > 0 else None
+
+            def passes(rule, s=s, best=best):
+                value = s[rule.feature]
+                if rule.feature != "correlation":
+                    return value >= rule.threshold
+                both = is_gcpu(member.series_id) and is_gcpu(best[3].series_id)
+                floor = rule.threshold if both else max(
+                    rule.threshold, settings.cross_kind_correlation
+                )
+                return value >= floor and best[2] <= bound
+
             applies = [r for r in settings.rules if s[r.feature] is not None]
             if settings.combine == "all":  # every rule that applies, and at least one applies
-                accepted = bool(applies) and all(s[r.feature] >= r.threshold for r in applies)
+                accepted = bool(applies) and all(passes(r) for r in applies)
             else:
-                accepted = any(s[r.feature] >= r.threshold for r in applies)
+                accepted = any(passes(r) for r in applies)
             aggregate = sum(s[f] for f in features if s[f] is not None)
             scored.append((accepted, aggregate, k, s))
         winners = [t for t in scored if t[0]]
@@ -439,7 +524,7 @@ def test_fast_matches_reference(seed: int, combine: str, monkeypatch) -> None:
     candidates, groups = random_scene(seed)
     settings = PairwiseSettings(
         rules=(
-            MergeRule("correlation", 0.85),
+            MergeRule("correlation", 0.2),
             MergeRule("stack_overlap", 0.9),
             MergeRule("text", 0.9),
         ),

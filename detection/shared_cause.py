@@ -1,0 +1,361 @@
+"""Shared-cause evidence without stack samples: is one cause behind two regressions?
+
+After a deploy every commit lands at once, so independent regressions share their change time and
+their step shape; shape and time say nothing about a common cause. What does is the *noise*. A
+caller's inclusive gCPU counts every sample of its callee's, so the caller's sampling noise
+contains the callee's: once each series' own step is removed, the callee's residual noise
+reappears, one for one in gCPU units, in the caller's (a throughput or latency series driven by
+a gCPU series carries that series' noise too). Two independent regressions have independent
+noise, except for what every series of a fleet shares (the fleet-wide load), which is estimated
+from all of the run's series and removed first. Every choice the statistics leave open:
+
+* **Residual noise** (``noise_of``): per series, its first differences. Differencing removes the
+  series' step (whatever its size or shape) except at the change, and the slow structure a
+  two-segment fit would leave (daily cycles, drifts), which independent series share by the hour
+  of day; a white sampling noise keeps its correlation under differencing. The
+  ``guard_points`` differences either side of the change are masked, so a change point a few
+  points off leaves no trace of the step. Each row is centred on its median, divided by its
+  robust scale (1.4826 × MAD; the standard deviation when the MAD is 0) and clipped to ±``CLIP_Z``,
+  so a spike or a missed second change adds at most a few points' worth to a correlation.
+* **Load** (``estimate_load``): the common factor of the fleet's residuals, estimated from every
+  series of ``DedupContext.series`` on the run's most common time axis (at least
+  ``min_series`` of them, else none): the median across series of their standardised residuals
+  (robust: the members of a cascade are a handful among thousands), refined once by least
+  squares on each series' loading on it (so that the series the load drives most weigh most).
+  Each row then has its own loading regressed out (``b = Σ z·f / Σ f²`` over its points); the
+  correlations below are partial correlations given the load. Points with no load value (other
+  axes, other runs) keep their residual.
+* **The test** (``pair_stats``): Pearson correlation ``r`` of two rows' load-free residuals over
+  the points both have (identical axes, or points paired by nearest time within half a spacing:
+  ``paired_points``); its one-sided p-value from Fisher's z, ``atanh(r)·√(n_eff − 4)`` (−3 for
+  Fisher, −1 for the load partialled out), with Bartlett's effective number of points
+  ``n_eff = n / (1 + 2 Σ_k ρ_a(k) ρ_b(k))`` over the first ``LAGS`` autocorrelations of both
+  rows (differenced white noise has ρ(1) = −½, so n_eff ≈ n / 1.5). One-sided: values are
+  oriented (higher is worse), so noise from one cause moves both the same way. ``slope`` is
+  the regression of one row's raw residual on the other's: the share of the lower series'
+  samples that the upper one contains (1 for a caller holding every sample of its callee).
+
+The callers (``regbot.detection.cause_groups``, ``regbot.detection.pairwise_dedup``) compare
+the p-value with ``alpha`` over the number of pairs they test (family-wise rate of false merges)
+and ``r`` with a minimum effect size; the thresholds live in their settings.
+
+Complexity: the load costs O(series · points) (two medians, two matrix-vector products); the
+test of k rows against m rows one (k, T) × (T, m) product per statistic, per pair of time axes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr
+
+__all__ = [
+    "CLIP_Z",
+    "LAGS",
+    "LoadFactor",
+    "Noise",
+    "PairStats",
+    "delta_with_se",
+    "estimate_load",
+    "noise_of",
+    "pair_stats",
+    "paired_points",
+]
+
+CLIP_Z = 4.0
+LAGS = 8
+MAD_SCALE = 1.4826
+R_LIMIT = 1.0 - 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class LoadFactor:
+    """The fleet's common factor of residual noise: per difference time (the later point's
+    time), a value of unit mean square; ``series``: how many series it was estimated from."""
+
+    times_s: np.ndarray
+    values: np.ndarray
+    series: int
+
+
+@dataclass(frozen=True, slots=True)
+class Noise:
+    """Load-free residual noise of rows grouped by time axis. Row ``i`` is row ``position[i]``
+    of class ``axis[i]``: ``times_s[c]`` (T_c,), ``z[c]`` (k_c, T_c) standardised residuals (0
+    where masked), ``valid[c]`` (k_c, T_c). Per row: ``scale`` (raw units per unit of z),
+    ``autocorr`` (k, LAGS), ``load_loading`` (its loading on the load factor, 0 without one)
+    and ``usable`` (enough points to be tested)."""
+
+    axis: np.ndarray
+    position: np.ndarray
+    times_s: list[np.ndarray]
+    z: list[np.ndarray]
+    valid: list[np.ndarray]
+    scale: np.ndarray
+    autocorr: np.ndarray
+    load_loading: np.ndarray
+    usable: np.ndarray
+
+    def raw_sd(self) -> np.ndarray:
+        """(k,) each row's residual standard deviation in raw units."""
+        out = np.zeros(len(self.axis))
+        for c, (z, valid) in enumerate(zip(self.z, self.valid)):
+            rows = np.flatnonzero(self.axis == c)
+            count = np.maximum(valid.sum(axis=1), 1)
+            out[rows] = np.sqrt((z * z).sum(axis=1) / count)[self.position[rows]]
+        return out * self.scale
+
+
+@dataclass(frozen=True, slots=True)
+class PairStats:
+    """Statistics of rows ``a`` against rows ``b``, each (len(a), len(b)); NaN where a pair has
+    fewer than ``MIN_POINTS`` common points or a row is unusable. ``slope``: raw residual of
+    the ``b`` row on the ``a`` row's."""
+
+    r: np.ndarray
+    z: np.ndarray
+    p: np.ndarray
+    points: np.ndarray
+    n_eff: np.ndarray
+    slope: np.ndarray
+    slope_se: np.ndarray
+
+
+MIN_POINTS = 8
+
+
+def paired_points(times_a: np.ndarray, times_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the points of two series taken as simultaneous: each point of ``a`` with the
+    nearest point of ``b`` when they are less than half a spacing apart (the smaller median
+    spacing of the two), each point of ``b`` used once. Series from different sources rarely
+    share exact timestamps (a store buckets on multiples of its width, a metrics system on its
+    own scrape times), so exact intersection would find no common points."""
+    if len(times_a) == 0 or len(times_b) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    spacings = [np.median(np.diff(t)) for t in (times_a, times_b) if len(t) > 1]
+    tolerance = 0.5 * min(spacings) if spacings else 0.0
+    right = np.clip(np.searchsorted(times_b, times_a), 0, len(times_b) - 1)
+    left = np.clip(right - 1, 0, len(times_b) - 1)
+    nearer_left = np.abs(times_b[left] - times_a) < np.abs(times_b[right] - times_a)
+    nearest = np.where(nearer_left, left, right)
+    distance = np.abs(times_b[nearest] - times_a)
+    close = (distance < tolerance) | (distance == 0)
+    ia = np.flatnonzero(close)
+    ib, first = np.unique(nearest[ia], return_index=True)
+    return ia[first], ib
+
+
+def delta_with_se(values: np.ndarray, change_index: int) -> tuple[float, float]:
+    """Mean after minus mean before the change and its standard error
+    (√(s²_before/n_before + s²_after/n_after); NaN with fewer than 2 points a side)."""
+    values = np.asarray(values, dtype=np.float64)
+    before, after = values[: max(change_index, 0)], values[max(change_index, 0) :]
+    if before.size < 2 or after.size < 2:
+        return float("nan"), float("nan")
+    delta = float(after.mean() - before.mean())
+    se = math.sqrt(before.var(ddof=1) / before.size + after.var(ddof=1) / after.size)
+    return delta, se
+
+
+def _standardised_differences(
+    values: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of differences (k, T) with their masks: z (0 where masked), scale (k,), and the
+    mask with rows of no spread emptied."""
+    masked = np.where(mask, values, np.nan)
+    if mask.all():
+        centre = np.median(values, axis=1, keepdims=True)
+        mad = np.median(np.abs(values - centre), axis=1)
+    else:
+        with np.errstate(all="ignore"), _quiet():
+            centre = np.nanmedian(masked, axis=1, keepdims=True)
+            mad = np.nanmedian(np.abs(masked - centre), axis=1)
+    scale = MAD_SCALE * np.nan_to_num(mad)
+    flat = ~(scale > 0)
+    if flat.any():
+        with np.errstate(all="ignore"), _quiet():
+            sd = np.nanstd(masked[flat], axis=1)
+        scale[flat] = np.nan_to_num(sd)
+    ok = scale > 0
+    mask = mask & ok[:, None]
+    with np.errstate(all="ignore"):
+        z = np.where(mask, (values - np.nan_to_num(centre)) / np.where(ok, scale, 1.0)[:, None], 0.0)
+    return np.clip(z, -CLIP_Z, CLIP_Z), np.where(ok, scale, 0.0), mask
+
+
+class _quiet:
+    """Silences numpy's all-NaN-slice warnings inside a block."""
+
+    def __enter__(self) -> None:
+        import warnings
+
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc: object) -> None:
+        self._catch.__exit__(*exc)
+
+
+def estimate_load(
+    series: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    start_s: float,
+    end_s: float,
+    min_series: int,
+) -> LoadFactor | None:
+    """The fleet's load factor from the series on the most common time axis within
+    ``[start_s, end_s]``, or None with fewer than ``min_series`` of them (module docstring)."""
+    by_axis: dict[bytes, list[str]] = {}
+    axes: dict[bytes, np.ndarray] = {}
+    seen: dict[int, bytes] = {}  # a fleet's series usually share one times array
+    for series_id, (times, _) in series.items():
+        key = seen.get(id(times))
+        if key is None:
+            key = seen[id(times)] = np.asarray(times, dtype=np.float64).tobytes()
+        axes.setdefault(key, np.asarray(times, dtype=np.float64))
+        by_axis.setdefault(key, []).append(series_id)
+    if not by_axis:
+        return None
+    key = max(by_axis, key=lambda k: len(by_axis[k]))
+    ids = by_axis[key]
+    times = axes[key]
+    keep = np.flatnonzero((times >= start_s) & (times <= end_s))
+    if len(ids) < max(min_series, 1) or keep.size < MIN_POINTS + 1:
+        return None
+    values = np.empty((len(ids), keep.size))
+    for k, series_id in enumerate(ids):
+        values[k] = np.asarray(series[series_id][1], dtype=np.float64)[keep]
+    differences = np.diff(values, axis=1)
+    finite = np.isfinite(differences)
+    z, _, mask = _standardised_differences(np.where(finite, differences, 0.0), finite)
+    z = z[mask.any(axis=1)]
+    if z.shape[0] < max(min_series, 1):
+        return None
+    first = np.median(z, axis=0)
+    norm = float(first @ first)
+    if not norm > 0:
+        return None
+    loading = z @ first / norm
+    weight = float(loading @ loading)
+    factor = loading @ z / weight if weight > 0 else first
+    rms = math.sqrt(float(np.mean(factor * factor)))
+    if not rms > 0:
+        return None
+    return LoadFactor(times[keep][1:], factor / rms, int(z.shape[0]))
+
+
+def noise_of(
+    times_list: Sequence[np.ndarray],
+    values_list: Sequence[np.ndarray],
+    change_times_s: Sequence[float],
+    load: LoadFactor | None,
+    guard_points: int,
+) -> Noise:
+    """Load-free residual noise of each series (module docstring), rows grouped by time axis."""
+    k = len(times_list)
+    keys: dict[bytes, int] = {}
+    axis = np.empty(k, dtype=np.int64)
+    position = np.empty(k, dtype=np.int64)
+    members: list[list[int]] = []
+    for i, times in enumerate(times_list):
+        c = keys.setdefault(np.asarray(times, dtype=np.float64).tobytes(), len(keys))
+        if c == len(members):
+            members.append([])
+        axis[i], position[i] = c, len(members[c])
+        members[c].append(i)
+    scale = np.zeros(k)
+    autocorr = np.zeros((k, LAGS))
+    loading = np.zeros(k)
+    usable = np.zeros(k, dtype=bool)
+    out_times: list[np.ndarray] = []
+    out_z: list[np.ndarray] = []
+    out_valid: list[np.ndarray] = []
+    for rows in members:
+        times = np.asarray(times_list[rows[0]], dtype=np.float64)
+        values = np.array([np.asarray(values_list[i], dtype=np.float64) for i in rows])
+        differences = np.diff(values, axis=1).reshape(len(rows), max(times.size - 1, 0))
+        after = times[1:]
+        mask = np.isfinite(differences)
+        change = np.searchsorted(after, np.asarray([change_times_s[i] for i in rows]))
+        columns = np.arange(after.size)
+        mask &= np.abs(columns[None, :] - change[:, None]) > guard_points
+        z, row_scale, mask = _standardised_differences(np.where(mask, differences, 0.0), mask)
+        row_loading = np.zeros(len(rows))
+        if load is not None:
+            factor = _load_on(after, load)
+            known = np.isfinite(factor)
+            f = np.where(known, factor, 0.0)
+            fit = mask & known[None, :]
+            denominator = (fit * f * f).sum(axis=1)
+            row_loading = np.where(denominator > 0, (z * f).sum(axis=1) / np.where(
+                denominator > 0, denominator, 1.0
+            ), 0.0)
+            z = np.where(mask, z - row_loading[:, None] * f[None, :], 0.0)
+        count = mask.sum(axis=1)
+        mean = z.sum(axis=1) / np.maximum(count, 1)
+        z = np.where(mask, z - mean[:, None], 0.0)
+        energy = (z * z).sum(axis=1)
+        lags = np.zeros((len(rows), LAGS))
+        for lag in range(1, min(LAGS, max(after.size - 1, 0)) + 1):
+            lags[:, lag - 1] = (z[:, lag:] * z[:, :-lag]).sum(axis=1)
+        lags = np.where(energy[:, None] > 0, lags / np.where(energy > 0, energy, 1.0)[:, None], 0)
+        scale[rows], autocorr[rows], loading[rows] = row_scale, lags, row_loading
+        usable[rows] = (count >= MIN_POINTS) & (energy > 0)
+        out_times.append(after)
+        out_z.append(z)
+        out_valid.append(mask)
+    return Noise(axis, position, out_times, out_z, out_valid, scale, autocorr, loading, usable)
+
+
+def _load_on(times_s: np.ndarray, load: LoadFactor) -> np.ndarray:
+    """The load factor at ``times_s`` (NaN where it has no point within half a spacing)."""
+    if times_s.size == load.times_s.size and np.array_equal(times_s, load.times_s):
+        return load.values
+    out = np.full(times_s.size, np.nan)
+    ia, ib = paired_points(times_s, load.times_s)
+    out[ia] = load.values[ib]
+    return out
+
+
+def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> PairStats:
+    """Every row of ``rows_a`` against every row of ``rows_b`` (module docstring, "The test")."""
+    a = np.asarray(rows_a, dtype=np.int64)
+    b = np.asarray(rows_b, dtype=np.int64)
+    shape = (a.size, b.size)
+    dot, energy_a, energy_b, points = (np.zeros(shape) for _ in range(4))
+    for ca in np.unique(noise.axis[a]).tolist():
+        ia_rows = np.flatnonzero(noise.axis[a] == ca)
+        for cb in np.unique(noise.axis[b]).tolist():
+            ib_rows = np.flatnonzero(noise.axis[b] == cb)
+            if ca == cb:
+                cols_a = cols_b = slice(None)
+            else:
+                cols_a, cols_b = paired_points(noise.times_s[ca], noise.times_s[cb])
+                if cols_a.size < MIN_POINTS:
+                    continue
+            za = noise.z[ca][noise.position[a[ia_rows]]][:, cols_a]
+            va = noise.valid[ca][noise.position[a[ia_rows]]][:, cols_a].astype(np.float64)
+            zb = noise.z[cb][noise.position[b[ib_rows]]][:, cols_b]
+            vb = noise.valid[cb][noise.position[b[ib_rows]]][:, cols_b].astype(np.float64)
+            block = np.ix_(ia_rows, ib_rows)
+            dot[block] = za @ zb.T
+            energy_a[block] = (za * za) @ vb.T
+            energy_b[block] = va @ (zb * zb).T
+            points[block] = va @ vb.T
+    enough = (points >= MIN_POINTS) & noise.usable[a][:, None] & noise.usable[b][None, :]
+    enough &= (energy_a > 0) & (energy_b > 0)
+    with np.errstate(all="ignore"):
+        r = np.where(enough, dot / np.sqrt(energy_a * energy_b), np.nan)
+        r = np.clip(r, -R_LIMIT, R_LIMIT)
+        inflation = 1.0 + 2.0 * (noise.autocorr[a] @ noise.autocorr[b].T)
+        n_eff = np.where(enough, np.clip(points / np.maximum(inflation, 1e-3), 0, points), np.nan)
+        z = np.arctanh(r) * np.sqrt(np.maximum(n_eff - 4.0, 0.0))
+        p = np.where(enough, ndtr(-z), np.nan)
+        ratio = noise.scale[b][None, :] / noise.scale[a][:, None]
+        slope = np.where(enough, dot / energy_a * ratio, np.nan)
+        spread = np.sqrt(energy_b / energy_a) * ratio
+        slope_se = spread * np.sqrt((1.0 - r * r) / np.maximum(n_eff - 2.0, 1.0))
+    return PairStats(r, z, p, points, n_eff, slope, slope_se)
