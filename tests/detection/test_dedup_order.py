@@ -1,5 +1,6 @@
 """SOMDedup, then the cost-shift check (FBDetect §5.4-5.5): a group whose representative is a cost
-shift does not take its genuine members with it (``regbot.detection.dedup``).
+shift does not take its genuine members with it (``regbot.detection.dedup``). Without stacks a
+group needs evidence of one cause: here, callers whose gCPU holds the leaf's samples.
 
 Hourly series; ``change_index`` is the first point after the change (``detection/model.py``).
 """
@@ -52,7 +53,7 @@ def verdicts_of(result, series_id: str) -> dict:
     return dict(found[0].verdicts)
 
 
-# --- one SOM cell, no stacks ----------------------------------------------------------------
+# --- one group without stacks: callers that hold the cost shift's samples -------------------
 
 ADD, TOTAL = "gcpu:Cart.add (shop/cart.py)", "gcpu:Cart.total (shop/cart.py)"
 CHARGE, REFUND = "gcpu:Pay.charge (shop/pay.py)", "gcpu:Pay.refund (shop/pay.py)"
@@ -60,25 +61,28 @@ RENDER, PARSE = "gcpu:render (app/views.py)", "gcpu:parse (app/io.py)"
 
 
 def one_cell(seed: int) -> tuple[list[Candidate], DedupContext]:
-    """Four step regressions at one hour on one base level, so SOMDedup puts them in one cell
-    (no stack samples split it): two cost shifts inside their classes (Cart.total falls as
-    Cart.add rises, Pay.refund as Pay.charge), the largest of them the representative, and two
-    genuine regressions."""
+    """Cart.add rises by 0.6 as Cart.total falls by as much (a cost shift inside the class).
+    render, parse and Pay.charge call Cart.add: each one's gCPU holds Cart.add's samples (its
+    noise and its step) beside its own, so SOMDedup makes the four one group on that evidence
+    (no stack samples), Cart.add, the leaf with the largest relative rise, representing it.
+    Pay.refund falls as Pay.charge rises, so Pay.charge is a cost shift too; render and parse
+    are not."""
     rng = np.random.default_rng(seed)
+    add = series(rng, 1.0, 0.6)
     values = {
-        ADD: series(rng, 1.0, 0.6),
+        ADD: add,
         TOTAL: series(rng, 1.0, -0.6),
-        CHARGE: series(rng, 1.0, 0.55),
-        REFUND: series(rng, 1.0, -0.55),
-        RENDER: series(rng, 1.0, 0.5),
-        PARSE: series(rng, 1.0, 0.3),
+        CHARGE: add + series(rng, 1.5, 0.0),
+        REFUND: series(rng, 1.0, -0.6),
+        RENDER: add + series(rng, 1.0, 0.0),
+        PARSE: add + series(rng, 2.0, 0.0),
     }
     candidates = [candidate(s, values[s]) for s in (ADD, RENDER, CHARGE, PARSE)]
     return candidates, DedupContext(series={s: (TIMES_S, v) for s, v in values.items()})
 
 
 def test_genuine_members_survive_a_representative_removed_as_a_cost_shift() -> None:
-    """Cart.add represents the cell and is a cost shift. Re-evaluated, Pay.charge is a cost
+    """Cart.add represents the group and is a cost shift. Re-evaluated, Pay.charge is a cost
     shift itself and goes; render and parse are not, and render, the next by ImportanceScore,
     represents them."""
     for seed in SEEDS:
@@ -90,7 +94,7 @@ def test_genuine_members_survive_a_representative_removed_as_a_cost_shift() -> N
             RENDER,
             CHARGE,
             PARSE,
-        ]  # one SOM cell, as planted
+        ]  # one group, on the evidence of their shared noise
         assert not add["cost_shift"].passed
         assert result.funnel["after_som_dedup"] == 1 and result.funnel["after_cost_shift"] == 1
 

@@ -1,6 +1,7 @@
 """SOMDedup (FBDetect §5.5.1): the batch SOM against a slow reference and on separated blobs,
-planted cascades over seeds (one cell, the leaf represents it; independent cascades apart), the
-ImportanceScore by hand, and the verdicts' contract."""
+planted cascades over seeds (callers hold the leaf's noise: one group, the leaf represents it;
+independent cascades apart, even at one hour), the ImportanceScore by hand, and the verdicts'
+contract."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from regbot.detection.model import (
     WindowBounds,
 )
 from regbot.detection.som_dedup import (
+    elect,
     grid_side,
     importance_scores,
     root_cause_bitmap,
@@ -103,6 +105,16 @@ def cascade(
         candidates.append(make_candidate(f"gcpu:{name}", base + own, at + int(rng.integers(-1, 2))))
         popularity[name] = float(rng.uniform(0.1, 0.6))
     return candidates, popularity
+
+
+def groups_of(candidates: list[Candidate]) -> list[str]:
+    """Each candidate's group, named by its representative's series."""
+    return [
+        c.series_id
+        if c.verdicts["som_dedup"].passed
+        else str(c.verdicts["som_dedup"].numbers["representative"])
+        for c in candidates
+    ]
 
 
 def cells_of(candidates: list[Candidate]) -> list[tuple[int, int]]:
@@ -222,8 +234,12 @@ def test_the_leaf_wins_without_a_root_cause_too() -> None:
     assert all(c.verdicts["som_dedup"].reason == f"duplicate of {LEAF}" for c in out[1:])
 
 
-@pytest.mark.parametrize(("gap", "shapes"), [(12, ("step", "ramp")), (8, ("step", "step"))])
-def test_independent_cascades_never_share_a_cell(gap: int, shapes: tuple[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("gap", "shapes"), [(12, ("step", "ramp")), (8, ("step", "step")), (0, ("step", "step"))]
+)
+def test_independent_cascades_never_share_a_group(gap: int, shapes: tuple[str, str]) -> None:
+    """Two cascades with noise of their own, ``gap`` hours apart: at gap 0 (one deploy) they
+    share shape and time, and stay two groups all the same."""
     pure = whole = 0
     for seed in SEEDS:
         rng = np.random.default_rng(seed)
@@ -236,12 +252,12 @@ def test_independent_cascades_never_share_a_cell(gap: int, shapes: tuple[str, st
         )
         context = DedupContext(popularity={**pop_first, **pop_second})
         out = som_dedup(first + second, context, SETTINGS)
-        cells_first, cells_second = (
-            set(cells_of(out[: len(first)])),
-            set(cells_of(out[len(first) :])),
+        groups_first, groups_second = (
+            set(groups_of(out[: len(first)])),
+            set(groups_of(out[len(first) :])),
         )
-        pure += not cells_first & cells_second
-        whole += len(cells_first) == 1 and len(cells_second) == 1
+        pure += not groups_first & groups_second
+        whole += len(groups_first) == 1 and len(groups_second) == 1
     assert pure >= 0.95 * len(SEEDS)  # measured: 30 of 30
     assert whole >= 0.9 * len(SEEDS)  # measured: 30 of 30
 
@@ -266,28 +282,43 @@ def twin(series_id: str, seed: int = 4) -> Candidate:
 
 
 def test_the_root_cause_bitmap_tips_the_representative_when_deltas_tie() -> None:
+    """The election within one group (``elect``): equal deltas, so the root-cause bit decides.
+    Twins of one seed have the same noise, so SOMDedup also makes them one group (identical
+    noise is the strongest evidence of one cause) and the bit picks its representative."""
     a, b = twin("gcpu:alpha (x.py)"), twin("gcpu:beta (y.py)")
     assert a.delta == b.delta
     popularity = {"alpha (x.py)": 0.1, "beta (y.py)": 0.1}
-    plain = som_dedup([a, b], DedupContext(popularity=popularity), SETTINGS)
-    assert [c.verdicts["som_dedup"].passed for c in plain] == [True, False]  # by series id
+    plain = elect([a, b], DedupContext(popularity=popularity), SETTINGS)
+    assert plain.best == 0  # by series id
     context = DedupContext(
         popularity=popularity, commit_subroutines={"deadbeef": frozenset({"beta (y.py)"})}
     )
-    tipped = som_dedup([a, b], context, SETTINGS)
-    assert [c.verdicts["som_dedup"].passed for c in tipped] == [False, True]
-    numbers = tipped[1].verdicts["som_dedup"].numbers
-    assert numbers["root_cause_found"] is True
-    assert numbers["importance"] == pytest.approx(0.2 + 0.6 + 0.1 * 0.9 + 0.1)
-    assert tipped[0].verdicts["som_dedup"].numbers["importance"] == pytest.approx(0.2 + 0.6 + 0.09)
+    tipped = elect([a, b], context, SETTINGS)
+    assert tipped.best == 1 and tipped.found.tolist() == [False, True]
+    assert tipped.scores[1] == pytest.approx(0.2 + 0.6 + 0.1 * 0.9 + 0.1)
+    assert tipped.scores[0] == pytest.approx(0.2 + 0.6 + 0.09)
+    out = som_dedup([a, b], context, SETTINGS)
+    assert [c.verdicts["som_dedup"].passed for c in out] == [False, True]
+    numbers = out[1].verdicts["som_dedup"].numbers
+    assert numbers["root_cause_found"] is True and numbers["members"] == [a.series_id, b.series_id]
 
 
 def test_ties_go_to_the_less_popular_subroutine() -> None:
     a, b = twin("gcpu:alpha (x.py)"), twin("gcpu:beta (y.py)")
     context = DedupContext(popularity={"alpha (x.py)": 0.5, "beta (y.py)": 0.2})
     no_popularity = SomSettings(weights=(0.2, 0.6, 0.0, 0.1))
-    out = som_dedup([a, b], context, no_popularity)
-    assert [c.verdicts["som_dedup"].passed for c in out] == [False, True]
+    assert elect([a, b], context, no_popularity).best == 1
+
+
+def test_twins_with_noise_of_their_own_are_two_groups() -> None:
+    """Same step, same hour, same level, different noise: one SOM cell, two groups, and each
+    representative's verdict says why (the strongest pair it was tested with, not significant)."""
+    a, b = twin("gcpu:alpha (x.py)", seed=4), twin("gcpu:beta (y.py)", seed=5)
+    out = som_dedup([a, b], DedupContext(), SETTINGS)
+    assert [c.verdicts["som_dedup"].passed for c in out] == [True, True]
+    numbers = out[0].verdicts["som_dedup"].numbers
+    assert numbers["evidence"] == "none" and numbers["evidence_with"] == b.series_id
+    assert numbers["evidence_noise_p"] > numbers["evidence_noise_p_bound"]
 
 
 def test_importance_scores_by_hand() -> None:
