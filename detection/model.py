@@ -307,7 +307,7 @@ class ChangePointSettings:
     min_points_each_side: int = 3
     max_segment_cuts: int = 8
     search_margin: float = 1.0
-    min_window_share: float = 0.1
+    min_window_share: float = 0.05
     interval_mass: float = 0.95
 
 

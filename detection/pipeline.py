@@ -28,7 +28,7 @@ from functools import partial
 
 import numpy as np
 
-from regbot.detection.changepoint import CHUNK_ROWS, detect_change_points
+from regbot.detection.changepoint import CHUNK_ROWS, detect_window_changes
 from regbot.detection.long_term import detect_long_term, screen_long_term
 from regbot.detection.model import (
     Candidate,
@@ -194,9 +194,7 @@ def _chunk_candidates(
     values, _ = adjust_for_season(
         batch, windows, settings.seasonality.periods_s, settings.seasonality.acf_alpha
     )
-    points = detect_change_points(
-        values, batch.lengths, settings.change_point, search_start=start, search_end=end
-    )
+    points = detect_window_changes(values, batch.lengths, start, end, settings.change_point)
     chosen = np.flatnonzero(
         (points.index >= 0)
         & (points.p_value < settings.change_point.alpha)
@@ -220,6 +218,10 @@ def _chunk_candidates(
                 llr=float(points.llr[row]),
                 p_value=float(points.p_value[row]),
                 windows=windows,
+                change_interval_s=(
+                    float(row_times[points.interval_start[row]]),
+                    float(row_times[points.interval_end[row]]),
+                ),
             )
         )
     return candidates

@@ -23,7 +23,11 @@ def regression_entry(
     candidate: Candidate, group: str | None = None, duplicates: list[str] | None = None
 ) -> dict[str, object]:
     """One regression in SPEC §4 form; before/after/delta are in the series' own direction and
-    unit (a throughput drop has a negative delta), ``relative_delta`` = delta / |before|."""
+    unit (a throughput drop has a negative delta), ``relative_delta`` = delta / |before|.
+    Beside SPEC §4: ``change_time_interval`` [first, last] in epoch seconds, the points the
+    change may have come at (``detection/change_time.py``: the deploy lies after the point
+    before ``first`` and at or before ``last``); null when the detector gives none (long-term)."""
+    interval = candidate.change_interval_s
     before = candidate.sign * candidate.mean_before
     after = candidate.sign * candidate.mean_after
     delta = after - before
@@ -36,6 +40,7 @@ def regression_entry(
         "kind": candidate.kind,
         "detector": candidate.detector,
         "change_time": candidate.change_time_s,
+        "change_time_interval": None if interval is None else [interval[0], interval[1]],
         "before": _json_number(before),
         "after": _json_number(after),
         "delta": _json_number(delta),
