@@ -13,8 +13,9 @@ seconds). Model, in the order it is built:
 * **Call tree.** The methods of one class share one caller: none (a root, with probability
   ``root_class_share``) or a method of an earlier class at depth < ``max_depth``. Exclusive (self)
   shares are log-normal (σ = ``share_sigma``: a few methods cost percents, most a hundredth of
-  that) scaled to sum to ``total_share``, none below ``min_share``. A method's gCPU is *inclusive*: its own samples plus all its
-  descendants' (SPEC §3), so a caller's noise contains its callees'.
+  that) scaled to sum to ``total_share``, none below ``min_share``. A method's gCPU is
+  *inclusive*: its own samples plus all its descendants' (SPEC §3), so a caller's noise contains
+  its callees'.
 * **Load.** L_t = a_t + ``diurnal_load``·sin(2π·(t − 8h)/day), a_t a unit-variance AR(1) with
   time constant ``load_time_constant_s``. Each gCPU method's exclusive share is multiplied by
   1 + β·L_t with β ~ Normal(``load_loading``) (random size and sign, mostly positive: busier
@@ -87,9 +88,20 @@ EventKind = Literal[
 ]
 REGRESSION_KINDS = ("step", "cascade", "creep")
 
-_AREAS = "Feed Ads Search Story Video Photo Comment Notif Profile Friend Group Event Market Message Payment Cache Session Media Graph Index Query Privacy Spam Growth Reels Live Page Auth Locale Inbox".split()  # noqa: E501
-_ROLES = "Ranker Scorer Renderer Fetcher Loader Builder Client Handler Serializer Parser Validator Resolver Filter Mapper Store Writer Reader Planner Encoder Indexer Tracker Router Formatter Manager Provider Service Adapter Batcher Merger Checker".split()  # noqa: E501
-_METHODS = "score rank render fetch load build get put parse encode decode validate resolve filter map merge flush lookup serialize compute prepare apply update check".split()  # noqa: E501
+_AREAS = (
+    "Feed Ads Search Story Video Photo Comment Notif Profile Friend Group Event Market Message "
+    "Payment Cache Session Media Graph Index Query Privacy Spam Growth Reels Live Page Auth "
+    "Locale Inbox"
+).split()
+_ROLES = (
+    "Ranker Scorer Renderer Fetcher Loader Builder Client Handler Serializer Parser Validator "
+    "Resolver Filter Mapper Store Writer Reader Planner Encoder Indexer Tracker Router "
+    "Formatter Manager Provider Service Adapter Batcher Merger Checker"
+).split()
+_METHODS = (
+    "score rank render fetch load build get put parse encode decode validate resolve filter "
+    "map merge flush lookup serialize compute prepare apply update check"
+).split()
 _PAGES = ("", "/list", "/detail", "/search", "/upload", "/share")
 
 
