@@ -304,8 +304,8 @@ def _window_chunk(
     for _ in range(settings.max_segment_cuts):
         if not len(active):
             break
-        lo, history_end = seg_lo[active], window_start[active]
-        early = _significant_split(p1[active], p2[active], lo, history_end, lo, history_end, settings)
+        lo, end = seg_lo[active], window_start[active]
+        early = _significant_split(p1[active], p2[active], lo, end, lo, end, settings)
         seg_lo[active] = np.where(early >= 0, early, lo)
         active = active[early >= 0]
         active = active[can_hold(active)]

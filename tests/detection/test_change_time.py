@@ -14,12 +14,16 @@ import pytest
 
 from regbot.detection.change_time import change_posterior, density_interval, mass_between
 from regbot.detection.changepoint import detect_change_points, detect_window_changes
-from regbot.detection.model import ChangePointSettings, DetectionSettings, LongTermSettings
+from regbot.detection.model import (
+    ChangePointSettings,
+    DetectionSettings,
+    LongTermSettings,
+    SeriesBatch,
+)
 from regbot.detection.pipeline import find_change_candidates
 from regbot.detection.presets import Threshold, Windows, WorkloadSettings
 from regbot.detection.report import regression_entry
 from regbot.detection.simulate import FleetScenario, minimum_detectable_effect, simulate_fleet
-from regbot.detection.model import SeriesBatch
 
 N, A, E = 1500, 1440, 1464
 SHARE, SAMPLES = 0.01, 200_000
@@ -43,9 +47,7 @@ def stepped(seed: int, positions: np.ndarray, sizes_mde: np.ndarray) -> np.ndarr
 
 def window_search(x: np.ndarray, settings: ChangePointSettings = ChangePointSettings()):
     rows = len(x)
-    return detect_window_changes(
-        x, np.full(rows, N), np.full(rows, A), np.full(rows, E), settings
-    )
+    return detect_window_changes(x, np.full(rows, N), np.full(rows, A), np.full(rows, E), settings)
 
 
 def reported(points) -> np.ndarray:
@@ -174,7 +176,7 @@ def test_fleet_candidates_carry_an_interval_that_covers_the_step() -> None:
     )
     batch = SeriesBatch.from_series(series)
     found = {c.series_id: c for c in find_change_candidates(batch, bounds, settings)}
-    bucket_s = scenario.bucket_s
+    close_s = 6 * scenario.bucket_s
     near_large = []
     for size in scenario.step_sizes_mde:
         steps = [e for e in events if e.kind == "step" and e.size_in_mde == size]
@@ -182,7 +184,7 @@ def test_fleet_candidates_carry_an_interval_that_covers_the_step() -> None:
         covered = [c.change_interval_s[0] <= e.start_s <= c.change_interval_s[1] for e, c in hits]
         assert np.mean(covered) >= 0.9, size
         if size >= 4.0:
-            near = {e.series_id for e, c in hits if abs(c.change_time_s - e.start_s) <= 6 * bucket_s}
+            near = {e.series_id for e, c in hits if abs(c.change_time_s - e.start_s) <= close_s}
             near_large += [e.series_id in near for e in steps]
         for _, c in hits:
             low, high = c.change_interval_s
@@ -197,7 +199,9 @@ def test_fleet_candidates_carry_an_interval_that_covers_the_step() -> None:
 def test_posterior_of_hand_made_series() -> None:
     """A noiseless step is one position; a noisy one spreads, and a larger mass never gives a
     narrower interval; the posterior sums to 1 over the allowed positions."""
-    x = np.array([[0.0, 0, 0, 0, 0, 1, 1, 1, 1, 1], [0, 0.2, -0.1, 0.1, 0, 0.6, 0.3, 0.7, 0.4, 0.5]])
+    x = np.array(
+        [[0.0, 0, 0, 0, 0, 1, 1, 1, 1, 1], [0, 0.2, -0.1, 0.1, 0, 0.6, 0.3, 0.7, 0.4, 0.5]]
+    )
     lengths = np.array([10, 10])
     points = detect_change_points(x, lengths, direction="both")
     assert points.index.tolist() == [5, 5]
