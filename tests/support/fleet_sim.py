@@ -49,17 +49,19 @@ seconds). Model, in the order it is built:
   gCPU regression at its change time (2–6 of their own MDE; same true group). gCPU regressions
   are planted only where 1 × MDE ≥ ``min_regression_gcpu`` (default 1.5× regbot's default
   absolute threshold, so that every planted step is reportable under the default config).
-  Decoys: ``creep`` (a ramp starting 8 h–3 days before its end, which lies between the analysis
-  window's start and 6 h after the last point, reaching 3–10 × MDE at the last point, MDE with
-  n₂ = analysis + extended points; a regression, for the long-term path); ``transient`` (±3–10 ×
-  MDE for 2–12 buckets, back to baseline inside the analysis window); ``seasonal_peak`` (a daily
-  pattern of 3–10 × MDE peaking in the analysis window); ``cost_shift`` (+D on one method and −D
-  on a sibling method of the same class, both under the same caller, D = 2–6 × MDE of the first,
-  at one time: the class total and every caller are unchanged); ``improvement`` (a lasting drop
-  of 2–6 × MDE, a rise for throughput). A drop (a dip, an improvement, a cost shift's −D, a
-  daily pattern's trough) is capped at 80 % (daily: 50 %) of the method's lowest exclusive share,
-  and a method that cannot take the low end of the range is not chosen. Every other series is
-  ``none`` (quiet).
+  Other events: ``creep`` (a regression for the long-term path: a ramp starting 8 h–3 days
+  before its end, which lies between the analysis window's start and 6 h after the last point,
+  reaching 3–10 × MDE at the last point, MDE with n₂ = analysis + extended points); and the
+  decoys: ``transient`` (spikes and dips, alternately, of 3–10 × MDE with n₂ from their start,
+  for 2–12 buckets, back to baseline inside the analysis window; the first three are latency
+  spikes); ``seasonal_peak`` (a daily pattern of 3–10 × MDE, n₂ as for creeps, peaking in the
+  analysis window); ``cost_shift`` (+D on one method and −D on a sibling method of the same
+  class, so under the same caller, D = 2–6 × MDE of the first, at one time — every other one at
+  the deploy: the class total and every caller are unchanged); ``improvement`` (a lasting drop of
+  2–6 × MDE, a rise for throughput; the first two on a latency and a throughput series). A drop
+  (a dip, an improvement, a cost shift's −D, a daily pattern's trough) is capped at 80 % (daily:
+  50 %) of the method's lowest exclusive share, and a method that cannot take the low end of the
+  range is not chosen. Every other series is ``none`` (quiet).
 
 Truth: one ``PlantedEvent`` per event and per quiet series, each series in exactly one.
 """
