@@ -61,7 +61,7 @@ sixth of the analysis window apart (4 points of 24) can share a cell. 10,000 can
 the representative's unit as ``cell``; the representative's verdict also lists the merged
 ``units``.
 
-**Stack groups** (``stack_links``, ``group_labels``; regbot's addition to §5.5.1). After a
+**Stack groups** (``stack_links``; regbot's addition to §5.5.1). After a
 deploy every commit lands at once, so independent regressions of one deploy share time and
 shape and fall into one cell, while a caller far above a regressed leaf carries much other code,
 so its series is noisier and its features scatter to other cells. The stack samples
@@ -88,9 +88,12 @@ built from leaf-to-ancestor links, never across siblings:
   explained rise, then the smaller series id. So a caller whose rise is the sum of two unrelated
   leaves' joins the group of the larger one, and the leaves stay apart. An ancestor with no leaf
   below it in its moment heads its own group.
-* Final groups: candidates with stacks by their head, whatever their SOM cells; a candidate
-  without stacks (no sample store, a throughput series) stays in its SOM cell, with the head
-  that has the most members there (ties: the lowest), or with its cell alone.
+* Final groups (``regbot.detection.cause_groups``): candidates with stacks by their head,
+  whatever their SOM cells. A candidate without stacks (no sample store, a throughput series)
+  merges only on evidence of one cause within its SOM cell: its load-free residual noise must
+  correlate significantly with another's (a caller's samples hold its callee's), with the same
+  leaf-to-ancestor structure and rise test; otherwise it is a group of its own. Sharing a cell
+  (shape and time) is never enough: after a deploy, independent regressions share both.
 * *Credited change*: in the ImportanceScore an ancestor counts min(its delta, its head's rise
   seen inside it), not the rises of other groups its inclusive series also carries, so a caller
   summing two leaves does not outrank its own group's leaf on the absolute change. Heads and
