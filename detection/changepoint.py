@@ -185,41 +185,46 @@ def _split(
     end: np.ndarray,
     settings: ChangePointSettings,
     direction: Direction,
+    iterate: bool = True,
 ) -> tuple[np.ndarray, ...]:
     """The most likely split of each row's segment: (k, mu0, mu1, llr, iterations, stable,
-    testable), means relative to the row mean."""
+    testable), means relative to the row mean. ``iterate=False`` skips CUSUM/EM and takes the
+    exact ML split at once (the same k; for the baseline's older changes, where no iteration
+    diagnostics are reported). Only the band of columns some row may split at is scanned."""
     if direction == "both":
-        up = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "increase")
-        down = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "decrease")
+        up = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "increase", iterate)
+        down = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "decrease", iterate)
         take_down = down[3] > up[3]
         return tuple(np.where(take_down, d, u) for u, d in zip(up, down))
     sign = -1.0 if direction == "decrease" else 1.0
     m, width1 = p1.shape
     rows = np.arange(m)
-    positions = np.arange(width1)
     n_seg = np.maximum(seg_hi - seg_lo, 1)
     base = sign * p1[rows, seg_lo]
     total = sign * p1[rows, seg_hi] - base  # segment sum
     side = settings.min_points_each_side
     lo = np.maximum(start, seg_lo + side)
     hi = np.minimum(end, seg_hi - side + 1)  # k < hi
-    allowed = (positions[None, :] >= lo[:, None]) & (positions[None, :] < hi[:, None])
-    testable = allowed.any(axis=1)
-    before = sign * p1 - base[:, None]  # sum of the segment's points before k
-    count = positions[None, :] - seg_lo[:, None]  # points of the segment before k
+    testable = lo < hi
+    first = int(np.clip(lo[testable].min(), 0, width1 - 1)) if testable.any() else 0
+    stop = int(np.clip(hi[testable].max(), first + 1, width1)) if testable.any() else 1
+    band = np.arange(first, stop)[None, :]
+    allowed = (band >= lo[:, None]) & (band < hi[:, None])
+    before = sign * p1[:, first:stop] - base[:, None]  # sum of the segment's points before k
+    count = band - seg_lo[:, None]  # points of the segment before k
 
     def lowest_cusum(level: np.ndarray) -> np.ndarray:
         score = before - count * level[:, None]
-        return np.where(allowed, score, np.inf).argmin(axis=1)
+        return first + np.where(allowed, score, np.inf).argmin(axis=1)
 
     def means(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         kk = np.clip(k - seg_lo, 1, np.maximum(n_seg - 1, 1))
-        ahead = before[rows, seg_lo + kk]
+        ahead = sign * p1[rows, seg_lo + kk] - base
         return ahead / kk, (total - ahead) / np.maximum(n_seg - kk, 1)
 
     k = lowest_cusum(total / n_seg)
     iterations = np.zeros(m, np.int64)
-    moving = testable.copy()
+    moving = testable.copy() if iterate else np.zeros(m, bool)
     for _ in range(settings.max_iterations):
         if not moving.any():
             break
@@ -237,8 +242,8 @@ def _split(
         gain = cusum * cusum / (count * (n_seg[:, None] - count))
     gain = np.where(allowed & (cusum < 0), gain, -np.inf)
     best = gain.argmax(axis=1)
-    better = gain[rows, best] > gain[rows, k]
-    k = np.where(testable & better, best, k)
+    better = gain[rows, best] > gain[rows, np.clip(k - first, 0, stop - first - 1)]
+    k = np.where(testable & better, first + best, k)
 
     mu0, mu1 = means(k)
     kk = np.clip(k - seg_lo, 1, np.maximum(n_seg - 1, 1)).astype(np.float64)
@@ -337,7 +342,8 @@ def _significant_split(
     """Per row, the most likely split (either direction) of ``[seg_lo, seg_hi)`` within
     ``[start, end)`` when its p-value times the number of positions searched is below
     ``alpha``; -1 otherwise."""
-    k, *_, llr, _, _, testable = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "both")
+    split = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "both", iterate=False)
+    k, llr, testable = split[0], split[3], split[6]
     side = settings.min_points_each_side
     searched = np.minimum(end, seg_hi - side + 1) - np.maximum(start, seg_lo + side)
     significant = testable & (chi2.sf(llr, 2) * np.maximum(searched, 1) < settings.alpha)
