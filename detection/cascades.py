@@ -99,15 +99,13 @@ def simulate_cascades(
     )
     index = SampleIndex(table, records)
     series = build_gcpu(index, floor=0.0005).series()
-    # throughput falls as the planted code takes more CPU (capacity fixed)
+    # throughput falls as the planted code takes more CPU (capacity fixed): the extra CPU is the
+    # planted code's *sampled* share above its base, so the throughput carries the leaf's own
+    # sampling noise (the evidence of one cause dedup needs without stacks)
     extra = np.zeros(points)
     for change in planted:
         carrying = [i for i, p in enumerate(paths) if change.subroutine in p]
-        extra += np.where(
-            np.arange(points) >= (change.change_time_s - start_s) / bucket_s,
-            base[carrying].sum() * lift,
-            0.0,
-        )
+        extra += counts[:, carrying].sum(axis=1) / samples - base[carrying].sum()
     qps = 1000.0 / (1.0 + extra) + rng.normal(0.0, 0.2, points)  # a fleet-wide average: smooth
     series.append(Series("qps:service", "throughput", times, qps))
     return CascadeService(index, series, planted, bucket_s, start_s, points)
