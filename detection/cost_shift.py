@@ -1,92 +1,100 @@
-"""Cost-shift detector (FBDetect §5.4): drop regressions that only moved cost within a domain.
+"""Cost-shift check (FBDetect §5.4): drop regressions that only moved cost within a domain.
 
-A *cost domain* is a group of series within which a refactoring can move cost; the regression is
-a cost shift when a domain's total hardly changed while the regressed series rose. Every series
-belongs to a *family* (its id up to and including the first ``:``, e.g. ``gcpu:``; "" without
-one) and has a *key* (the rest: the subroutine for ``gcpu:`` series, the path for ``endpoint:``).
-Domains only ever sum series of the candidate's own family. Domains of a candidate ``S``:
+A regression of series ``S`` is a cost shift when, in one of its cost domains
+(``regbot.detection.cost_domains``: callers, class, metadata, endpoint, commit, custom), the
+domain's total changed *significantly less* than ``S`` did, judged against the domain's own
+noise, and by no more than a negligible share of ``S``'s change. Point estimates alone are not
+enough: a class total sums several noisy series and the fleet-wide load term, so its change has
+a standard error that can exceed a small regression's whole size, and "the total barely moved"
+is then no evidence of anything.
 
-* ``callers`` (gCPU): members ``S`` and one caller ``C``, FBDetect's tightest *enclosing*
-  caller. ``C`` must be among ``context.callers[S]``, have a series, not be the program's root
-  (see ``WHOLE_PROGRAM``), and enclose ``S``: be present on every one of the stacks that carry
-  ``S``'s samples in the windows, i.e. ``context.stacks[S].stack_ids`` ⊆
-  ``context.stacks[C].stack_ids``. A caller on only some of ``S``'s stacks holds only part of a
-  rise of ``S``: a helper called from several places that really got slower rises in each
-  caller by that caller's share only, which would pass for "flat". A caller without a
-  ``StackShare`` in the context is not shown to enclose ``S`` and is not used (the context
-  should carry the callers' shares, not only the candidates'); only when ``S`` itself has no
-  stack samples (no sample store, plain data in tests) does the callers set stand as given.
-  Of the enclosing callers, those whose inclusive before-mean and after-mean (on the
-  candidate's axis) are both >= ``S``'s, the smallest by before-mean, ties by name, is the
-  tightest (enclosing callers nest: the closest one has the fewest samples). The domain cost
-  is ``C``'s inclusive series alone (it already contains ``S``; summing would double count).
-  Cost moved from ``C``'s own code, or from a sibling under ``C``, into ``S`` leaves it flat.
-  Moves from a further ancestor's own code are not seen (that ancestor is not the tightest).
-* ``class`` (gCPU): the subroutines whose parsed function has ``S``'s qualifier (the name
-  without its last component: ``Svc`` for ``Svc.serve``, ``ns::Class`` for
-  ``ns::Class::method(int)``, ``pkg.Class`` for Java's ``pkg.Class.method``,
-  ``net/http.(*conn)`` for Go's ``net/http.(*conn).serve``; a Go name with a ``/`` whose
-  qualifier is only its package has no class; a C++ free function's namespace and a ``/``-less
-  Go package, e.g. ``std`` and ``main``, cannot be told from a class and count as one) and the
-  same file when ``S`` has one. The cost is
-  the sum of their inclusive series: a method that calls a sibling counts the sibling twice, so
-  a real regression in the callee moves the total by 2x (still a real increase), and cost moved
-  from a caller's own code into a sibling callee moves it by 1x (missed here; the callers domain
-  sees it).
-* ``metadata``: ``context.metadata[S]`` up to and including its last ``/`` or ``:`` is the
-  prefix; members are the series whose metadata starts with it (the whole subtree).
-* ``endpoint`` (ids ``endpoint:<path>`` or kind ``endpoint``): the key up to and including its
-  last ``/`` (a trailing ``/`` ignored), else its last ``.`` (RPC ``Service.method``); members
-  are the family's series whose key starts with that prefix.
-* ``commit``: one domain per commit of ``context.commit_subroutines`` modifying ``S``: ``S``
-  and the other subroutines it modifies (nested ones double count, as for ``class``).
-* ``custom``: per ``(name, regex)`` of ``settings.custom_domains`` whose ``re.search`` matches
-  ``S``'s key: the family's keys it matches; with a capture group, only those whose first
-  group's value (None when it did not take part) equals ``S``'s, named ``name[value]``.
+**Changes and their standard errors.** Every change is measured the same way, at the
+candidate's change and on the points the candidate and the domain share (before = points
+earlier than ``times_s[change_index]``, after = the rest): ``Δ = mean(after) - mean(before)``.
+Its standard error (``change_with_se``) comes from the series' own residuals after each side's
+mean, estimated twice, the larger kept:
 
-Domains with ``S`` as their only member are skipped. Each domain's cost series is the sum of its
-summed members on the timestamps they share, read on the candidate's axis (the intersection of
-the two when they differ); before = points earlier than ``times_s[change_index]``, after = the
-rest. With ``Δ`` the candidate's ``delta`` and ``tiny = NEW_SHARE × |Δ|`` (oriented values, so
-levels are compared by magnitude), per domain, in order (§5.4's three checks):
+* *white noise with a lag-1 correction*: scale = 1.4826 × median |residual| (the MAD; the root
+  mean square when that is 0, e.g. integer counts); residuals winsorised at 5 × that scale;
+  σ = the larger of the scale and the winsorised root mean square (means move with heavy tails
+  that the MAD alone ignores); ρ = lag-1 autocorrelation of the winsorised residuals (pairs
+  within one side), clamped to [0, 0.95]; ``SE = σ · sqrt((1+ρ)/(1-ρ) · (1/n_b + 1/n_a))``,
+  the AR(1) effective-sample-size inflation;
+* *batch means*: a lag-1 factor misses slow structure — a load term wandering over hours on
+  top of white noise, a daily cycle — that moves a mean of ``n_a`` points far more than white
+  noise does. The long-run variance is measured directly: sums of blocks of ``b = min(n_a, n /
+  8)`` consecutive residuals (a block starting every ``b / 8`` points, across both sides),
+  ``σ²_LR = mean(sum²) / b`` times ``K / (K - 2)`` (K = n / b blocks, two means removed), and
+  ``SE = σ_LR · sqrt(1/n_b + 1/n_a)``. With the after window as the block this is the spread
+  of ``n_a``-point means in the history, the quantity the after mean is compared with.
 
-1. ``new domain``: ``|S before| <= tiny`` or ``|domain before| <= tiny`` — not a shift here;
-2. ``too large``: ``|domain before| > domain_cost_ratio × |Δ|`` — skipped, its own noise and
-   season would hide the regression;
-3. ``shift``: ``|domain after − domain before| <= negligible_share × |Δ|`` — a cost shift;
-4. otherwise ``real increase``. (``no overlap``: no shared point on one side; ``no change``:
-   ``Δ`` is 0 or not finite, nothing to explain.)
+Checked without any change (``tests/detection/test_cost_shift_noise.py``): z = Δ / SE has a
+standard deviation of 0.9-1.05 on white noise, AR(1), white + AR(0.95) + a daily cycle at the
+split after the history; heavy tails (Student t, 3 degrees of freedom) leave z's tails heavier
+(0.5% above 3.09 instead of 0.1%), and a split in the middle of a series with a slow load term
+underestimates by ~20% (few blocks).
 
-The verdict fails (filtered) when any domain says ``shift``; its numbers list every domain
-checked as parallel lists. Complexity: the indexes are built once per call, O(series); each
-distinct domain total once, O(members × points); then O(points) per candidate and domain, and
-O(|S's stacks| · log |C's stacks|) per caller whose enclosure is checked.
-``cost_shift_verdict`` builds the indexes for its one candidate, so loops should call
-``cost_shift_verdicts`` (10,000 candidates over 10,000 series: under a second).
+**Per domain**, with ``a`` the candidate's change, ``d`` the domain's, both oriented by the sign
+of the candidate's ``delta`` (so a drop is judged like a rise), and ``SE_d`` the domain's, in
+order:
+
+1. ``no change``: ``delta`` is 0 or not finite, or ``a <= 0`` on the shared points;
+   ``no overlap``: no shared point on one side;
+2. ``new domain``: ``|S before| <= tiny`` or ``|domain before| <= tiny``, ``tiny = NEW_SHARE ×
+   |delta|`` — not a shift here (§5.4's first check);
+3. ``too large``: ``|domain before| > domain_cost_ratio × |delta|`` (§5.4's second check, as
+   documented in ``CostShiftSettings``);
+4. ``too noisy``: ``a <= SE_d`` — the domain's change cannot be told from the candidate's own
+   within one standard error, so the domain says nothing (the noise-based form of the second
+   check: a big domain with a quiet total stays usable, a small noisy one does not);
+5. ``shift`` when both hold (§5.4's third check as a test): the difference is significant,
+   ``z_diff = (a - d) / SE_diff > z`` with ``SE_diff`` measured on the difference series
+   ``S - domain`` itself (minus the rest of the domain, so the load term they share cancels as
+   it does in the data), one-sided at ``alpha``; and the domain's change is consistent with
+   negligible, ``z_negligible = (|d| - negligible_share × a) / SE_d <= z`` (a domain that fell
+   by far more than ``S`` rose lost cost, it did not move it into ``S``);
+6. otherwise ``real increase``.
+
+**Members that fell.** A shift between two methods of a ten-method class hides in the class
+total: the eight bystanders add their noise and nothing else. So in a summed domain (all but
+``callers``) with at least two members besides ``S``, each member whose own change opposes
+``S``'s by at least ``negligible_share × |delta|`` is tested: it *fell* when its z (change over its
+standard error, as above) is below ``-z_fallen``, one-sided at ``fallen_alpha`` split over the
+members tested against (Bonferroni over all members but ``S``, so that a genuine step meets a
+chance "fallen" sibling with probability at most ``fallen_alpha`` whatever the class size; for
+a negative ``delta`` "fell" means rose: oriented values).
+When some but not all members fell, ``S`` plus the fallen members form a sub-domain (scope
+``fallen``) judged by checks 2-6 like any domain. Limits: a sibling's improvement at another
+time of the same window can pass for a mover, as it can move the total; a shift from a member
+whose noise dwarfs the moved cost cannot be seen by any test.
+
+The verdict fails (filtered) when any domain row says ``shift``; its numbers list every row as
+parallel lists (kinds, names, scopes, fallen members, member counts, domain before/after, both
+changes with their standard errors, the difference's standard error and z, the negligible z
+and the check). Complexity: domain discovery as in ``cost_domains``; then per candidate and
+domain O(points) to gather rows; the statistics run vectorised over all rows of a chunk of
+candidates that share an axis length and a split, O(rows × points). 10,000 candidates over
+10,000 series: a few seconds (``benchmarks/dedup.py`` times it). ``cost_shift_verdict`` builds
+the indexes for its one candidate, so loops should call ``cost_shift_verdicts``.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from functools import reduce
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
 
-from regbot.detection.model import (
-    Candidate,
-    CostShiftSettings,
-    DedupContext,
-    Verdict,
-    subroutine_of_series,
-)
-from regbot.profiles.model import parse_frame
+from regbot.detection.cost_domains import CostDomain, DomainIndex, class_qualifier, cost_domains
+from regbot.detection.model import Candidate, CostShiftSettings, DedupContext, Verdict
+from regbot.detection.model import subroutine_of_series
 
 __all__ = [
     "CostDomain",
+    "change_with_se",
     "class_qualifier",
     "cost_domains",
     "cost_shift_verdict",
@@ -95,36 +103,16 @@ __all__ = [
 
 STAGE = "cost_shift"
 NEW_SHARE = 0.01  # a level within 1% of |Δ| of zero did not exist before the change
+MAD_TO_SD = 1.4826
+WINSOR_SD = 5.0
+MAX_RHO = 0.95  # the lag-1 autocorrelation's cap: at most a 39x variance inflation
+MIN_BLOCKS = 8  # batch means: blocks of min(n_a, n / 8) points
+WINDOW_STEPS = 8  # batch means start a block every block / 8 points
+CHUNK = 1024  # candidates whose rows are held at once
 
-# A caller whose inclusive gCPU is this close to 1 is on every sample (the program's root): its
-# total cannot change, so as a cost domain it would make every regression below it a "shift".
-WHOLE_PROGRAM = 0.999
-
-DomainKind = Literal["callers", "class", "metadata", "endpoint", "commit", "custom"]
-Check = Literal["new domain", "too large", "shift", "real increase", "no overlap", "no change"]
-
-
-@dataclass(frozen=True, slots=True)
-class CostDomain:
-    """A group of series within which cost may have shifted. ``members``: sorted series ids,
-    the candidate's included; ``summed``: the series whose sum is the domain's cost when that is
-    not all the members (the ``callers`` domain: the caller's inclusive series alone)."""
-
-    kind: DomainKind
-    name: str
-    members: tuple[str, ...]
-    summed: tuple[str, ...] = ()
-
-    @property
-    def cost_series(self) -> tuple[str, ...]:
-        return self.summed or self.members
-
-
-def cost_domains(
-    candidate: Candidate, context: DedupContext, settings: CostShiftSettings
-) -> list[CostDomain]:
-    """The candidate's cost domains with at least one member besides itself (module docstring)."""
-    return _Run(context, settings).domains(candidate)
+Check = Literal[
+    "new domain", "too large", "too noisy", "shift", "real increase", "no overlap", "no change"
+]
 
 
 def cost_shift_verdict(
@@ -137,233 +125,230 @@ def cost_shift_verdict(
 def cost_shift_verdicts(
     candidates: Sequence[Candidate], context: DedupContext, settings: CostShiftSettings
 ) -> list[Verdict]:
-    """§5.4 on many candidates, sharing indexes and domain totals between them."""
-    run = _Run(context, settings)
-    return [run.verdict(c) for c in candidates]
+    """§5.4 on many candidates, sharing indexes, domain totals and batched statistics."""
+    judge = _Judge(DomainIndex(context, settings), settings)
+    verdicts: list[Verdict] = []
+    for start in range(0, len(candidates), CHUNK):
+        verdicts += judge.run(candidates[start : start + CHUNK])
+    return verdicts
 
 
-def class_qualifier(function: str) -> str | None:
-    """The enclosing class of a parsed function name, or None (see the module docstring)."""
-    if "::" in function:
-        parts = _split_top(function, "::")
-        return "::".join(parts[:-1]) if len(parts) > 1 and parts[0] else None
-    head, slash, tail = function.rpartition("/")
-    parts = _split_top(tail, ".")
-    if len(parts) < 2 or not all(parts[:-1]):
-        return None
-    if slash and len(parts) == 2 and not parts[0].startswith("("):
-        return None  # a Go package-level function: its qualifier is a package, not a class
-    return head + slash + ".".join(parts[:-1])
+def change_with_se(rows: np.ndarray, split: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean before, mean after, standard error of their difference) at ``split`` (the first
+    after-point), per row of a ``(k, n)`` array with ``1 <= split < n`` (module docstring)."""
+    rows = np.asarray(rows, np.float64)
+    k, n = rows.shape
+    nb, na = split, n - split
+    cums = np.zeros((k, n + 1))
+    np.cumsum(rows, axis=1, out=cums[:, 1:])
+    mean_b, mean_a = cums[:, nb] / nb, (cums[:, n] - cums[:, nb]) / na
+    resid = rows.copy()
+    resid[:, :nb] -= mean_b[:, None]
+    resid[:, nb:] -= mean_a[:, None]
+    rms = np.sqrt(np.einsum("ij,ij->i", resid, resid) / n)
+    scale = MAD_TO_SD * _median(np.abs(resid))
+    scale = np.where(scale > 0, scale, rms)
+    bound = WINSOR_SD * scale[:, None]
+    np.minimum(resid, bound, out=resid)
+    np.maximum(resid, -bound, out=resid)
+    square = np.einsum("ij,ij->i", resid, resid)
+    sigma = np.maximum(scale, np.sqrt(square / n))  # heavy tails move means: not the MAD alone
+    lag = np.einsum("ij,ij->i", resid[:, :-1], resid[:, 1:])
+    lag -= resid[:, nb - 1] * resid[:, nb]  # the pair across the split is not a lag
+    rho = np.clip(np.divide(lag, square, out=np.zeros(k), where=square > 0), 0.0, MAX_RHO)
+    inverse_n = 1 / nb + 1 / na
+    se = sigma * np.sqrt((1 + rho) / (1 - rho) * inverse_n)
+    block = min(na, n // MIN_BLOCKS)
+    if block >= 2:
+        step = max(1, block // WINDOW_STEPS)  # neighbouring windows share all but a few points
+        np.cumsum(resid, axis=1, out=cums[:, 1:])
+        sums = cums[:, block::step] - cums[:, : n - block + 1 : step]
+        blocks = n / block  # each side's mean was removed: two of them are not free
+        square = np.einsum("ij,ij->i", sums, sums) / (sums.shape[1] * block)
+        long_run = np.sqrt(square * blocks / max(blocks - 2, 1))
+        se = np.maximum(se, long_run * math.sqrt(inverse_n))
+    return mean_b, mean_a, se
 
 
-def _split_top(text: str, sep: str) -> list[str]:
-    """``text`` split at ``sep`` outside brackets (C++ templates and arguments, Go receivers)."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "(<[":
-            depth += 1
-        elif ch in ")>]":
-            depth = max(depth - 1, 0)
-        elif depth == 0 and text.startswith(sep, i):
-            parts.append(text[start:i])
-            i += len(sep)
-            start = i
-            continue
-        i += 1
-    parts.append(text[start:])
-    return parts
+def _median(values: np.ndarray) -> np.ndarray:
+    """Row medians (the upper one for an even count), partitioning ``values`` in place."""
+    half = values.shape[1] // 2
+    values.partition(half, axis=1)
+    return values[:, half].copy()
 
 
-def _family(series_id: str) -> tuple[str, str]:
-    family, colon, key = series_id.partition(":")
-    return (family + colon, key) if colon else ("", series_id)
+class _Batch:
+    """Rows waiting for ``change_with_se``, grouped by (length, split) and run together."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[int, int], list[tuple[int, np.ndarray]]] = {}
+        self.known: dict[tuple[object, ...], int] = {}
+        self.before: list[float] = []
+        self.after: list[float] = []
+        self.se: list[float] = []
+
+    def add(self, values: np.ndarray, split: int, key: tuple[object, ...] | None = None) -> int:
+        """Queue a row; rows with the same ``key`` (a series, an axis and a split) run once."""
+        if key is not None and key in self.known:
+            return self.known[key]
+        job = len(self.se)
+        if key is not None:
+            self.known[key] = job
+        self.before.append(math.nan)
+        self.after.append(math.nan)
+        self.se.append(math.nan)
+        self.groups.setdefault((len(values), split), []).append((job, values))
+        return job
+
+    def run(self) -> None:
+        for (n, split), rows in self.groups.items():
+            step = max(1, 4_000_000 // max(n, 1))  # bound the stacked block's size
+            for start in range(0, len(rows), step):
+                part = rows[start : start + step]
+                before, after, se = change_with_se(np.stack([v for _, v in part]), split)
+                for (job, _), b, a, s in zip(part, before.tolist(), after.tolist(), se.tolist()):
+                    self.before[job], self.after[job], self.se[job] = b, a, s
+        self.groups = {}
+
+    def delta(self, job: int) -> float:
+        return self.after[job] - self.before[job]
 
 
-def _with(series_id: str, members: Iterable[str]) -> tuple[str, ...]:
-    """Sorted members, the candidate's series always among them (it may lack a context series)."""
-    return tuple(sorted({*members, series_id}))
+@dataclass(slots=True)
+class _Row:
+    """One domain (or its fallen members) checked for one candidate."""
+
+    domain: CostDomain
+    scope: Literal["total", "fallen"] = "total"
+    fallen: tuple[str, ...] = ()
+    before: float = math.nan
+    after: float = math.nan
+    jobs: tuple[int, int, int] | None = None  # candidate, domain, difference
+    screened: list[tuple[str, int]] = field(default_factory=list)  # (member, job)
+    check: Check = "no change"
+    numbers: tuple[float, ...] = ()  # a, SE_a, d, SE_d, SE_diff, z_diff, z_negligible
 
 
-def _endpoint_prefix(key: str) -> str | None:
-    path = key.rstrip("/")
-    cut = path.rfind("/") if "/" in path else path.rfind(".")
-    return path[: cut + 1] if cut >= 0 else None
+class _Judge:
+    def __init__(self, index: DomainIndex, settings: CostShiftSettings) -> None:
+        self.index, self.settings = index, settings
+        self.z = NormalDist().inv_cdf(1.0 - settings.alpha)
+        self.batch = _Batch()
 
+    def run(self, candidates: Sequence[Candidate]) -> list[Verdict]:
+        rows = [self._gather(c) for c in candidates]
+        self.batch.run()
+        for cand, cand_rows in zip(candidates, rows):
+            cand_rows += self._fallen_rows(cand, cand_rows)
+        self.batch.run()
+        return [self._verdict(c, r) for c, r in zip(candidates, rows)]
 
-class _Run:
-    """Indexes and domain totals shared by all candidates of one call (built lazily)."""
+    # --- rows ------------------------------------------------------------------------------
 
-    def __init__(self, context: DedupContext, settings: CostShiftSettings) -> None:
-        self.context, self.settings = context, settings
-        self.extra: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self.families: dict[str, list[str]] = {}
-        for sid in context.series:
-            self.families.setdefault(_family(sid)[0], []).append(sid)
-        self.sub_commits: dict[str, list[str]] = {}
-        for commit in sorted(context.commit_subroutines):
-            for sub in context.commit_subroutines[commit]:
-                self.sub_commits.setdefault(sub, []).append(commit)
-        self.patterns = [(name, re.compile(rx)) for name, rx in settings.custom_domains]
-        self.classes: dict[tuple[str, str | None], list[str]] | None = None
-        self.prefixed: dict[tuple[str, str, str], tuple[str, ...]] = {}
-        self.custom: dict[tuple[int, str], dict[object, list[str]]] = {}
-        self.curves: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-
-    # --- domains ---------------------------------------------------------------------------
-
-    def domains(self, cand: Candidate) -> list[CostDomain]:
-        sid, ctx = cand.series_id, self.context
-        if sid not in ctx.series:
-            self.extra[sid] = (cand.times_s, cand.values)
-        family, key = _family(sid)
-        found: list[CostDomain] = []
-        sub = subroutine_of_series(sid)
-        if sub is not None:
-            caller = self._tightest_caller(cand, sub)
-            if caller is not None:
-                found.append(
-                    CostDomain("callers", caller[5:], tuple(sorted((sid, caller))), (caller,))
-                )
-            info = parse_frame(sub)
-            qualifier = class_qualifier(info.function)
-            if qualifier is not None:
-                members = self._class_index().get((qualifier, info.file), ())
-                name = f"{qualifier} ({info.file})" if info.file else qualifier
-                found.append(CostDomain("class", name, _with(sid, members)))
-            for commit in self.sub_commits.get(sub, ()):
-                subs = {f"gcpu:{s}" for s in ctx.commit_subroutines[commit]}
-                members = [s for s in subs if s in ctx.series]
-                found.append(CostDomain("commit", commit, _with(sid, members)))
-        meta = ctx.metadata.get(sid, "")
-        cut = max(meta.rfind("/"), meta.rfind(":"))
-        if cut >= 0:
-            prefix = meta[: cut + 1]
-            members = self._prefixed("metadata", family, prefix)
-            found.append(CostDomain("metadata", prefix, _with(sid, members)))
-        if family == "endpoint:" or cand.kind == "endpoint":
-            prefix = _endpoint_prefix(key)
-            if prefix is not None:
-                members = self._prefixed("endpoint", family, prefix)
-                found.append(CostDomain("endpoint", prefix, _with(sid, members)))
-        for i, (name, pattern) in enumerate(self.patterns):
-            match = pattern.search(key)
-            if match is not None:
-                value = match.group(1) if pattern.groups else None
-                members = self._custom_index(i, family).get(value, ())
-                label = f"{name}[{value}]" if pattern.groups else name
-                found.append(CostDomain("custom", label, _with(sid, members)))
-        return [d for d in found if len(d.members) > 1]
-
-    def _tightest_caller(self, cand: Candidate, sub: str) -> str | None:
-        s_before, s_after = self._means((cand.series_id,), cand)
-        best: tuple[float, str] | None = None
-        for caller in self.context.callers.get(sub, ()):
-            cid = f"gcpu:{caller}"
-            if cid == cand.series_id or cid not in self.context.series:
+    def _gather(self, cand: Candidate) -> list[_Row]:
+        rows, own = [], {}
+        usable = math.isfinite(cand.delta) and cand.delta != 0.0
+        for domain in self.index.domains(cand):
+            row = _Row(domain)
+            rows.append(row)
+            positions, total = self.index.on_axis(domain.cost_series, cand)
+            split = cand.change_index if positions is None else _split(positions, cand)
+            if not 0 < split < len(total):
+                row.check = "no overlap"
                 continue
-            if not self._encloses(caller, sub):
+            if not usable:
+                row.before, row.after = float(total[:split].mean()), float(total[split:].mean())
                 continue
-            before, after = self._means((cid,), cand)
-            if before >= WHOLE_PROGRAM and after >= WHOLE_PROGRAM:
-                continue  # on every sample (gCPU 1 by definition): no cost can shift into it
-            if before >= s_before and after >= s_after and (best is None or (before, cid) < best):
-                best = (before, cid)
-        return None if best is None else best[1]
+            x = cand.values if positions is None else cand.values[positions]
+            axis = _axis(cand, positions, split)
+            if axis not in own:
+                own[axis] = self.batch.add(x, split)
+            total_job = self.batch.add(total, split, (domain.cost_series, *axis))
+            row.jobs = (own[axis], total_job, self.batch.add(x - total, split))
+            if not domain.summed and len(domain.members) >= 3:
+                row.screened = self._screen(cand, domain, positions, split)
+        return rows
 
-    def _encloses(self, caller: str, sub: str) -> bool:
-        """``caller`` is on every stack carrying ``sub``'s samples (module docstring)."""
-        own = self.context.stacks.get(sub)
-        if own is None or len(own.stack_ids) == 0:
-            return True  # no stack evidence for S: the callers set stands as given
-        share = self.context.stacks.get(caller)
-        if share is None:
-            return False
-        theirs = np.asarray(share.stack_ids, np.int64)  # sorted (StackShare)
-        if len(theirs) == 0:
-            return False
-        mine = np.asarray(own.stack_ids, np.int64)
-        at = np.minimum(np.searchsorted(theirs, mine), len(theirs) - 1)
-        return bool(np.array_equal(theirs[at], mine))
-
-    def _class_index(self) -> dict[tuple[str, str | None], list[str]]:
-        if self.classes is None:
-            self.classes = {}
-            for sid in self.families.get("gcpu:", []):
-                info = parse_frame(sid[5:])
-                qualifier = class_qualifier(info.function)
-                if qualifier is not None:
-                    self.classes.setdefault((qualifier, info.file), []).append(sid)
-        return self.classes
-
-    def _prefixed(self, kind: str, family: str, prefix: str) -> tuple[str, ...]:
-        """The family's series whose metadata (or endpoint key) starts with ``prefix``."""
-        cache_key = (kind, family, prefix)
-        if cache_key not in self.prefixed:
-            meta = self.context.metadata
-            ids = self.families.get(family, [])
-            if kind == "metadata":
-                hits = [s for s in ids if meta.get(s, "").startswith(prefix)]
-            else:
-                hits = [s for s in ids if _family(s)[1].startswith(prefix)]
-            self.prefixed[cache_key] = tuple(sorted(hits))
-        return self.prefixed[cache_key]
-
-    def _custom_index(self, i: int, family: str) -> dict[object, list[str]]:
-        if (i, family) not in self.custom:
-            pattern, index = self.patterns[i][1], {}
-            for sid in self.families.get(family, []):
-                match = pattern.search(_family(sid)[1])
-                if match is not None:
-                    value = match.group(1) if pattern.groups else None
-                    index.setdefault(value, []).append(sid)
-            self.custom[(i, family)] = index
-        return self.custom[(i, family)]
-
-    # --- domain costs ----------------------------------------------------------------------
-
-    def _curve(self, ids: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(times, total, cumulative sum with a leading 0) of the sum of ``ids``' series."""
-        if ids not in self.curves:
-            arrays = [self.context.series.get(s) or self.extra[s] for s in ids]
-            t0 = np.asarray(arrays[0][0], np.float64)
-            if all(t is arrays[0][0] or np.array_equal(t, t0) for t, _ in arrays):
-                total = np.sum([np.asarray(v, np.float64) for _, v in arrays], axis=0)
-            else:
-                t0 = reduce(np.intersect1d, (np.asarray(t, np.float64) for t, _ in arrays))
-                total = sum(
-                    (np.asarray(v, np.float64)[np.searchsorted(t, t0)] for t, v in arrays),
-                    np.zeros(len(t0)),
-                )
-            self.curves[ids] = (t0, total, np.concatenate(([0.0], np.cumsum(total))))
-        return self.curves[ids]
-
-    def _means(self, ids: tuple[str, ...], cand: Candidate) -> tuple[float, float]:
-        """Mean of the summed series before and after the candidate's change, on its axis."""
-        times, total, csum = self._curve(ids)
-        tc, c = cand.times_s, cand.change_index
-        n = len(tc)
-        if not 0 < c < n:
-            return math.nan, math.nan
-        lo = int(np.searchsorted(times, tc[0]))
-        hi = lo + n
-        if hi <= len(times) and (times is tc or np.array_equal(times[lo:hi], tc)):
-            return (csum[lo + c] - csum[lo]) / c, (csum[hi] - csum[lo + c]) / (n - c)
-        on_axis = np.isin(times, tc)
-        early = times < tc[c]
-        before, after = total[on_axis & early], total[on_axis & ~early]
-        return (
-            float(before.mean()) if before.size else math.nan,
-            float(after.mean()) if after.size else math.nan,
+    def _screen(
+        self, cand: Candidate, domain: CostDomain, positions: np.ndarray | None, split: int
+    ) -> list[tuple[str, int]]:
+        """Members whose change opposes the candidate's by at least a negligible share of
+        ``|delta|``, queued for their standard errors."""
+        members = domain.members
+        changes = math.copysign(1.0, cand.delta) * self.index.member_changes(
+            members, cand, positions
         )
+        picked = np.flatnonzero(changes <= -self.settings.negligible_share * abs(cand.delta))
+        axis = _axis(cand, positions, split)
+        return [
+            (m, self.batch.add(self.index.member_on(m, cand, positions), split, ((m,), *axis)))
+            for m in (members[i] for i in picked.tolist())
+            if m != cand.series_id
+        ]
 
-    # --- verdict ---------------------------------------------------------------------------
+    def _fallen_rows(self, cand: Candidate, rows: list[_Row]) -> list[_Row]:
+        """For each summed domain, the sub-domain of ``S`` and the members that fell."""
+        out = []
+        sign = math.copysign(1.0, cand.delta)
+        for row in rows:
+            if not row.screened or row.jobs is None:
+                continue
+            tested = len(row.domain.members) - 1
+            z_fallen = NormalDist().inv_cdf(1.0 - self.settings.fallen_alpha / tested)
+            fallen = tuple(
+                m
+                for m, job in row.screened
+                if sign * self.batch.delta(job) < -z_fallen * self.batch.se[job]
+            )
+            if not fallen or len(fallen) == tested:
+                continue
+            positions, _ = self.index.on_axis(row.domain.cost_series, cand)
+            split = cand.change_index if positions is None else _split(positions, cand)
+            moved = sum(self.index.member_on(m, cand, positions) for m in fallen)
+            x = cand.values if positions is None else cand.values[positions]
+            total = x + moved
+            sub = _Row(row.domain, "fallen", fallen)
+            sub.jobs = (row.jobs[0], self.batch.add(total, split), self.batch.add(-moved, split))
+            out.append(sub)
+        return out
 
-    def verdict(self, cand: Candidate) -> Verdict:
+    # --- decision --------------------------------------------------------------------------
+
+    def _decide(self, cand: Candidate, row: _Row) -> None:
+        s, scale = self.settings, abs(cand.delta)
+        if row.check == "no overlap" or row.jobs is None:
+            row.check = "no overlap" if row.check == "no overlap" else "no change"
+            return
+        b = self.batch
+        sign = math.copysign(1.0, cand.delta)
+        row.before, row.after = b.before[row.jobs[1]], b.after[row.jobs[1]]
+        a, se_a = sign * b.delta(row.jobs[0]), b.se[row.jobs[0]]
+        d, se_d = sign * b.delta(row.jobs[1]), b.se[row.jobs[1]]
+        se_diff = b.se[row.jobs[2]]
+        z_diff = _ratio(a - d, se_diff)
+        z_negligible = _ratio(abs(d) - s.negligible_share * a, se_d)
+        row.numbers = (a, se_a, d, se_d, se_diff, z_diff, z_negligible)
+        tiny = NEW_SHARE * scale
+        if not a > 0:
+            row.check = "no change"
+        elif abs(cand.mean_before) <= tiny or abs(row.before) <= tiny:
+            row.check = "new domain"
+        elif abs(row.before) > s.domain_cost_ratio * scale:
+            row.check = "too large"
+        elif a <= se_d:
+            row.check = "too noisy"
+        else:
+            slack = 1e-9 * (abs(a) + abs(d))  # exact data: the boundary itself is negligible
+            significant = a - d > self.z * se_diff + slack
+            negligible = abs(d) - s.negligible_share * a <= self.z * se_d + slack
+            row.check = "shift" if significant and negligible else "real increase"
+
+    def _verdict(self, cand: Candidate, rows: list[_Row]) -> Verdict:
         s = self.settings
+        for row in rows:
+            self._decide(cand, row)
         delta = cand.delta
-        scale = abs(delta)
-        domains = self.domains(cand)
+        col = [r.numbers or (math.nan,) * 7 for r in rows]
         numbers: dict[str, object] = {
             "subroutine": subroutine_of_series(cand.series_id),
             "candidate_before": _plain(cand.mean_before),
@@ -372,62 +357,89 @@ class _Run:
             "domain_cost_ratio": s.domain_cost_ratio,
             "negligible_share": s.negligible_share,
             "new_share": NEW_SHARE,
+            "alpha": s.alpha,
+            "z": self.z,
+            "fallen_alpha": s.fallen_alpha,
+            "domain_kinds": [r.domain.kind for r in rows],
+            "domain_names": [r.domain.name for r in rows],
+            "domain_scopes": [r.scope for r in rows],
+            "domain_fallen": [", ".join(r.fallen) for r in rows],
+            "domain_members": [_members(r) for r in rows],
+            "domain_before": [_plain(r.before) for r in rows],
+            "domain_after": [_plain(r.after) for r in rows],
         }
-        rows = [(d, *self._means(d.cost_series, cand)) for d in domains]
-        checks = [self._check(cand, before, after, scale) for _, before, after in rows]
-        numbers.update(
-            domain_kinds=[d.kind for d in domains],
-            domain_names=[d.name for d in domains],
-            domain_members=[len(d.members) for d in domains],
-            domain_before=[_plain(b) for _, b, _ in rows],
-            domain_after=[_plain(a) for _, _, a in rows],
-            domain_delta=[_plain(a - b) for _, b, a in rows],
-            domain_checks=list(checks),
-        )
-        shift = next((i for i, check in enumerate(checks) if check == "shift"), None)
-        numbers["shift_domain"] = (
-            None if shift is None else f"{domains[shift].kind} {domains[shift].name}"
-        )
+        sign = math.copysign(1.0, delta) if math.isfinite(delta) else 1.0
+        numbers["domain_candidate_delta"] = [_plain(sign * c[0]) for c in col]
+        numbers["domain_candidate_delta_se"] = [_plain(c[1]) for c in col]
+        numbers["domain_delta"] = [
+            _plain(sign * c[2] if r.numbers else r.after - r.before) for r, c in zip(rows, col)
+        ]
+        for i, name in enumerate(("delta_se", "difference_se", "difference_z", "negligible_z")):
+            numbers[f"domain_{name}"] = [_plain(c[3 + i]) for c in col]
+        numbers["domain_checks"] = [r.check for r in rows]
+        shift = next((r for r in rows if r.check == "shift"), None)
+        numbers["shift_domain"] = None if shift is None else _label(shift)
         if shift is not None:
-            d, before, after = rows[shift]
+            a, se_a, d, se_d, _, z_diff, z_neg = shift.numbers
             reason = (
-                f"cost shift within {d.kind} domain {d.name!r} ({len(d.members)} members): "
-                f"domain cost {before:.4g} -> {after:.4g} (change {after - before:+.4g}) vs "
-                f"regression change {delta:+.4g}; |domain change| <= {s.negligible_share:g} x "
-                f"regression change"
+                f"cost shift within {_label(shift, quoted=True)} ({_members(shift)} members): "
+                f"domain change {d:+.4g} ± {se_d:.2g} vs the regression's {a:+.4g} ± {se_a:.2g} "
+                f"(oriented, same points); difference z {_text(z_diff)} > {self.z:.2f} and "
+                f"|domain change| within {s.negligible_share:g} x the regression's change "
+                f"(z {_text(z_neg)} <= {self.z:.2f})"
             )
             return Verdict(STAGE, False, reason, numbers)
         if not math.isfinite(delta) or delta == 0.0:
             return Verdict(STAGE, True, "kept: no change to explain", numbers)
-        if not domains:
+        if not rows:
             what = "metric kind" if numbers["subroutine"] is None else "subroutine"
             return Verdict(STAGE, True, f"no cost domains for this {what}", numbers)
+        checks = [r.check for r in rows]
         tally = ", ".join(f"{checks.count(k)} {k}" for k in _CHECKS if k in checks)
         return Verdict(STAGE, True, f"kept: no domain shows a cost shift ({tally})", numbers)
-
-    def _check(self, cand: Candidate, before: float, after: float, scale: float) -> Check:
-        if not math.isfinite(scale) or scale == 0.0:
-            return "no change"
-        if not (math.isfinite(before) and math.isfinite(after)):
-            return "no overlap"
-        tiny = NEW_SHARE * scale
-        if abs(cand.mean_before) <= tiny or abs(before) <= tiny:
-            return "new domain"
-        if abs(before) > self.settings.domain_cost_ratio * scale:
-            return "too large"
-        if abs(after - before) <= self.settings.negligible_share * scale:
-            return "shift"
-        return "real increase"
 
 
 _CHECKS: tuple[Check, ...] = (
     "shift",
     "real increase",
+    "too noisy",
     "too large",
     "new domain",
     "no overlap",
     "no change",
 )
+
+
+def _split(positions: np.ndarray, cand: Candidate) -> int:
+    return int(np.searchsorted(positions, cand.change_index))
+
+
+def _axis(cand: Candidate, positions: np.ndarray | None, split: int) -> tuple[object, ...]:
+    """What identifies a series' row besides its id: the candidate's axis, the shared points
+    and the split."""
+    times = cand.times_s
+    first = float(times[0]) if len(times) else math.nan
+    return (first, len(times), None if positions is None else positions.tobytes(), split)
+
+
+def _members(row: _Row) -> int:
+    return 1 + len(row.fallen) if row.fallen else len(row.domain.members)
+
+
+def _label(row: _Row, quoted: bool = False) -> str:
+    name = repr(row.domain.name) if quoted else row.domain.name
+    text = f"{row.domain.kind} domain {name}" if quoted else f"{row.domain.kind} {name}"
+    return text + (f" (fallen: {', '.join(row.fallen)})" if row.fallen else "")
+
+
+def _ratio(num: float, den: float) -> float:
+    if den > 0:
+        return num / den
+    return math.copysign(math.inf, num) if num != 0 else math.nan
+
+
+def _text(x: float) -> str:
+    return f"{x:.2f}" if math.isfinite(x) else str(x)
 
 
 def _plain(x: float) -> float | None:

@@ -491,7 +491,7 @@ class CostShiftSettings:
     negligible_share: float = 0.2
     custom_domains: tuple[tuple[str, str], ...] = ()
     alpha: float = 0.001
-    fallen_alpha: float = 0.001
+    fallen_alpha: float = 0.01
 
 
 @dataclass(frozen=True, slots=True)

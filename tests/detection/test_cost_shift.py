@@ -108,6 +108,12 @@ def test_exact_numbers_on_a_tiny_class() -> None:
     assert numbers["domain_checks"] == ["shift"]
     assert numbers["shift_domain"] == "class Cart (shop/cart.py)"
     assert "class domain 'Cart (shop/cart.py)'" in verdict.reason
+    # Noise-free: every standard error is 0, so the test is the point rule itself (the
+    # difference 1 > 0, the domain's change 0 <= 0.2); infinite z is shown as None.
+    assert numbers["domain_candidate_delta"] == [1.0]
+    assert numbers["domain_candidate_delta_se"] == numbers["domain_delta_se"] == [0.0]
+    assert numbers["domain_difference_se"] == [0.0]
+    assert numbers["domain_difference_z"] == [None] and numbers["domain_negligible_z"] == [None]
     # The candidate's own series need not be in the context: it is still a member.
     alone = DedupContext(series={Y: (times, y)})
     assert cost_shift_verdict(candidate(X, x, times=times), alone, SETTINGS) == verdict
@@ -272,8 +278,15 @@ def test_custom_domain_with_a_capture_group() -> None:
     assert plain(shifted)["domain_members"] == [2]
     real = judge(series, encode, settings)  # proto's domain did not lose anything
     assert real.passed and plain(real)["domain_names"] == ["serde[proto]"]
+    # Without the group, one domain of four: its total rose by D (encode), so the total is a
+    # real increase, but dumps' rise was loads' fall: the fallen members' sub-domain says so.
     plain_regex = CostShiftSettings(custom_domains=(("serde", r"^(?:json|proto)\."),))
-    assert plain(judge(series, dumps, plain_regex))["domain_members"] == [4]
+    numbers = plain(judge(series, dumps, plain_regex))
+    assert numbers["domain_members"] == [4, 2]
+    assert numbers["domain_scopes"] == ["total", "fallen"]
+    assert numbers["domain_fallen"] == ["", loads]
+    assert numbers["domain_checks"] == ["real increase", "shift"]
+    assert numbers["shift_domain"] == f"custom serde (fallen: {loads})"
 
 
 def test_endpoint_prefix_domain() -> None:
@@ -323,8 +336,8 @@ def test_members_on_other_time_axes_are_aligned_by_intersection() -> None:
     numbers = plain(cost_shift_verdict(cand, ctx, SETTINGS))
     assert (numbers["domain_before"], numbers["domain_after"]) == ([4.0], [4.0])
     # A candidate window inside longer series: the fast path reads the matching slice.
-    window = slice(2, 8)
-    cand = candidate(X, x[window], times=times[window])  # change at its index 3, time 5 h
+    window = slice(1, 7)
+    cand = candidate(X, x[window], times=times[window])  # change at its index 3, time 4 h
     ctx = DedupContext(series={X: (times, x), Y: (times, 5.0 - x)})
     numbers = plain(cost_shift_verdict(cand, ctx, SETTINGS))
     assert numbers["domain_before"] == [5.0] and numbers["domain_checks"] == ["shift"]
