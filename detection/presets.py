@@ -42,13 +42,14 @@ class MinPoints:
     when the workload has no extended window); with fewer it waits for data (see
     ``regbot.detection.pipeline``).
 
-    Defaults (30 / 6 / 6): a dense fleet (10-minute points: 1,440 / 24 / 36 in 10d / 4h / 6h)
+    Defaults (12 / 6 / 6): a dense fleet (10-minute points: 1,440 / 24 / 36 in 10d / 4h / 6h)
     never needs widening, so its windows are FBDetect's; 6 points after a change are what
-    the change-point test needs to tell a lasting step from a one- or two-point spike, and 30
-    points of history give a baseline whose noise (and a 95th percentile) can be estimated.
+    the change-point test needs to tell a lasting step from a one- or two-point spike, and 12
+    points of history (two post-change lengths) give a baseline whose noise can be estimated;
+    a short profiling session (a dozen one-minute buckets before a deploy) is still judged.
     """
 
-    historical: int = 30
+    historical: int = 12
     analysis: int = 6
     extended: int = 6
 

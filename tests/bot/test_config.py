@@ -577,9 +577,9 @@ def test_window_min_points_are_read_field_by_field(tmp_path: Path) -> None:
     builds = config.workloads["builds"].windows
     assert builds == Windows(60.0, 60.0, 60.0, MinPoints(historical=120, analysis=6, extended=6))
     partly = config.workloads["partly"].windows
-    assert partly.min_points == MinPoints(historical=30, analysis=12, extended=6)
+    assert partly.min_points == MinPoints(historical=12, analysis=12, extended=6)
     assert partly.historical_s == WORKLOAD_PRESETS["frontfaas-small"].windows.historical_s
-    assert config.workloads["default"].windows.min_points == MinPoints(30, 6, 6)
+    assert config.workloads["default"].windows.min_points == MinPoints(12, 6, 6)
 
 
 @pytest.mark.parametrize(
