@@ -20,6 +20,8 @@ again under the same id is one report, as the PR comment it gets is one):
 * **repeats**: reports of a labelled change beyond the first: further matching reports, plus
   unmatched reports on its series up to 60 builds after it (before the next label), which are
   also false alarms;
+* **false alarms by what was there**: the planted decoy within ±5 builds (improvement, spike,
+  end_spike), a late repeat, or other (noise: bimodal flips, heavy tails);
 * **F1**: TCPDBench's F1 (``cpd_metrics.f1_score``, margin 5), per series with the labels'
   indices (a drift at its start) as the one annotation, averaged over series, beside the
   detector that never reports ("zero") scored the same way.
@@ -115,6 +117,7 @@ def score(
         index = int(np.clip(np.searchsorted(times, r["change_time"]), 0, len(times) - 1))
         indices_of[r["series"]].append(index)
     found = repeats = false_alarms = 0
+    causes: dict[str, int] = {}
     f1, f1_zero = [], []
     for sid, own in labels_of.items():
         own = sorted(own, key=lambda lab: lab.index)
@@ -130,8 +133,13 @@ def score(
                 continue
             false_alarms += 1
             before = [i for i, lab in enumerate(own) if lab.end_index < index]
+            cause = next(
+                (kind for kind, at in by_series[sid].decoys if abs(index - at) <= MARGIN), "other"
+            )
             if before and index - own[before[-1]].end_index <= LATE_REPEAT:
                 repeats += 1
+                cause = "late repeat" if cause == "other" else cause
+            causes[cause] = causes.get(cause, 0) + 1
         found += sum(h > 0 for h in hits)
         repeats += sum(max(h - 1, 0) for h in hits)
         n_obs = len(by_series[sid].build_times_s)
@@ -146,6 +154,7 @@ def score(
         "repeats": repeats,
         "f1": float(np.mean(f1)),
         "f1_zero": float(np.mean(f1_zero)),
+        "false_alarm_causes": causes,
     }
 
 
@@ -190,7 +199,10 @@ def main(argv: list[str] | None = None) -> int:
         f" changes, {runs} scheduled runs every {args.every} builds, windows {args.windows},"
         f" {seconds:.0f} s"
     )
-    print("| detector | recall (±5 builds) | false alarms / 1,000 points | repeats | reports | F1 (margin 5) |")
+    print(
+        "| detector | recall (±5 builds) | false alarms / 1,000 points | repeats | reports"
+        " | F1 (margin 5) |"
+    )
     print("|---|---|---|---|---|---|")
     print(
         f"| regbot | {result['recall']:.2f} | {result['false_alarms_per_1000_points']:.2f}"
@@ -198,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         f" | {result['f1']:.3f} |"
     )
     print(f"| zero (never reports) | 0.00 | 0.00 | 0 | 0 | {result['f1_zero']:.3f} |")
+    causes = ", ".join(f"{k} {v}" for k, v in sorted(result["false_alarm_causes"].items()))
+    print(f"false alarms by what was there: {causes or 'none'}")
     if args.output is not None:
         args.output.write_text(json.dumps(result, indent=2))
     return 0

@@ -219,7 +219,8 @@ def test_repeated_measurements_of_a_build_count_as_one_point(tmp_path) -> None:
     rng = np.random.default_rng(13)
     rows = ["timestamp,series,value,kind"]
     for t, v in zip(series.timestamps_s, series.values):
-        rows += [f"{t:.0f},bench/query,{float(v * (1 + e))!r},latency" for e in rng.normal(0, 1e-3, 4)]
+        repeats = float(v) * (1.0 + rng.normal(0, 1e-3, 4))
+        rows += [f"{t:.0f},bench/query,{float(r)!r},latency" for r in repeats]
     path = tmp_path / "builds.csv"
     path.write_text("\n".join(rows) + "\n")
     (read,) = read_series_files([path])  # the reader averages a build's repeats into one point
