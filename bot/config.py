@@ -358,7 +358,7 @@ def _workload(r: _Reader, value: object, key: str) -> WorkloadSettings:
 
 def _min_points(r: _Reader, value: object, key: str, base: WorkloadSettings) -> MinPoints:
     """``windows.min_points``: the fewest points per window (``{historical: 120, analysis: 6,
-    extended: 6}``), field by field over the base workload's (30 / 6 / 6 by default); each a
+    extended: 6}``), field by field over the base workload's (12 / 6 / 6 by default); each a
     whole number >= 1, as a window always holds at least one point."""
     d = r.section(value, key, ("historical", "analysis", "extended"))
     given = base.windows.min_points
