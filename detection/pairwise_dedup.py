@@ -80,7 +80,7 @@ from regbot.detection.model import (
 from regbot.detection.shared_cause import (
     LoadFactor,
     delta_with_se,
-    estimate_load,
+    load_over_windows,
     noise_of,
     pair_stats,
     paired_points,
@@ -143,7 +143,15 @@ def pairwise_dedup(
     evidence = None
     if "correlation" in features:
         evidence = _Evidence(
-            past, candidates, groups, _run_load(candidates, context, settings), settings
+            past,
+            candidates,
+            groups,
+            load_over_windows(
+                [(c.windows.historical_start_s, c.windows.end_s) for c in candidates],
+                context.series,
+                settings.load_min_series,
+            ),
+            settings,
         )
     state = _GroupState(groups, capacity=len(rows))
     judged: list[Candidate] = []
@@ -170,17 +178,6 @@ def pairwise_dedup(
                     block.admit(r, joined, n_past + i, starts_group)
             judged.append(candidate.with_verdict(verdict))
     return judged, state.groups(groups)
-
-
-def _run_load(
-    candidates: Sequence[Candidate], context: DedupContext, settings: PairwiseSettings
-) -> LoadFactor | None:
-    """The fleet's load factor over the candidates' windows."""
-    if not candidates or not context.series:
-        return None
-    start_s = min(c.windows.historical_start_s for c in candidates)
-    end_s = max(c.windows.end_s for c in candidates)
-    return estimate_load(context.series, start_s, end_s, settings.load_min_series)
 
 
 def _validate(

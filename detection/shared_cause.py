@@ -62,6 +62,7 @@ __all__ = [
     "PairStats",
     "delta_with_se",
     "estimate_load",
+    "load_over_windows",
     "noise_of",
     "pair_stats",
     "paired_points",
@@ -213,6 +214,20 @@ class _quiet:
 
 
 _LAST: list[tuple[object, tuple[float, float, int], LoadFactor | None]] = []
+
+
+def load_over_windows(
+    windows: Sequence[tuple[float, float]],
+    series: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    min_series: int,
+) -> LoadFactor | None:
+    """The fleet's load factor over the span of ``windows`` ((start_s, end_s) per candidate:
+    its historical start and its end), or None without windows or series."""
+    if not windows or not series:
+        return None
+    start_s = min(start for start, _ in windows)
+    end_s = max(end for _, end in windows)
+    return estimate_load(series, start_s, end_s, min_series)
 
 
 def estimate_load(

@@ -147,7 +147,7 @@ from regbot.detection.model import (
     Verdict,
     subroutine_of_series,
 )
-from regbot.detection.shared_cause import LoadFactor, estimate_load
+from regbot.detection.shared_cause import LoadFactor, load_over_windows
 from regbot.errors import InputError
 
 __all__ = [
@@ -652,11 +652,8 @@ def run_load(
     candidates: Sequence[Candidate], context: DedupContext, min_series: int
 ) -> LoadFactor | None:
     """The fleet's load factor over the candidates' windows (``shared_cause.estimate_load``)."""
-    if not candidates or not context.series:
-        return None
-    start_s = min(c.windows.historical_start_s for c in candidates)
-    end_s = max(c.windows.end_s for c in candidates)
-    return estimate_load(context.series, start_s, end_s, min_series)
+    spans = [(c.windows.historical_start_s, c.windows.end_s) for c in candidates]
+    return load_over_windows(spans, context.series, min_series)
 
 
 def _kind_verdicts(

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from scipy.stats import t as student_t
 
-from regbot.detection.model import Candidate, WentAwaySettings, WindowBounds
+from candidates import grid_candidate
+
+from regbot.detection.model import Candidate, WentAwaySettings
 from regbot.detection.noise_shape import noise_shape, rolling_levels
 from regbot.detection.went_away import find_drop, went_away_verdict
 
@@ -23,26 +25,9 @@ def mde(sigma: float, n_after: int, alpha: float = 0.01) -> float:
 
 
 def candidate(values: np.ndarray, change: int) -> Candidate:
-    times = T0_S + BUCKET_S * np.arange(values.size)
-    windows = WindowBounds(
-        T0_S,
-        T0_S + N_HIST * BUCKET_S,
-        T0_S + (N_HIST + N_ANALYSIS) * BUCKET_S,
-        float(times[-1]),
-    )
-    return Candidate(
-        series_id="gcpu:Feed.rank",
-        kind="gcpu",
-        times_s=times,
-        values=values,
-        sign=1.0,
-        change_index=change,
-        change_time_s=float(times[change]),
-        mean_before=float(values[:change].mean()),
-        mean_after=float(values[change:].mean()),
-        llr=0.0,
-        p_value=0.0,
-        windows=windows,
+    return grid_candidate(
+        values, change, n_hist=N_HIST, n_analysis=N_ANALYSIS, bucket_s=BUCKET_S, t0_s=T0_S,
+        series_id="gcpu:Feed.rank", kind="gcpu",
     )
 
 
