@@ -49,6 +49,8 @@ from regbot.errors import InputError
 # short-term filters (or the long-term detector), then the dedup stages (``stack_dedup`` is the
 # KDD'18 alternative to SOMDedup + PairwiseDedup), then the group the entry ended in.
 PIPELINE_STAGES = (
+    "enough_data",
+    "change_point",
     "went_away",
     "seasonality",
     "threshold",

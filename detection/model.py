@@ -372,6 +372,23 @@ class LongTermSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetLoadSettings:
+    """The fleet-wide load removed before the change-point test (``fleet_load.py``): needs
+    ``min_series`` rows on one time axis with ``min_history`` points of history; the factor is
+    estimated from at most ``max_rows`` of them in ``iterations`` rounds with Huber weights at
+    ``huber_k``; a row is adjusted when its loading (fitted on first differences of its
+    history) has a t statistic of at least ``min_t`` in size."""
+
+    enabled: bool = True
+    min_series: int = 30
+    min_history: int = 48
+    max_rows: int = 4000
+    iterations: int = 3
+    huber_k: float = 2.5
+    min_t: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
 class DetectionSettings:
     """Everything the detection pipeline needs, for one workload."""
 
@@ -381,6 +398,7 @@ class DetectionSettings:
     went_away: WentAwaySettings = WentAwaySettings()
     seasonality: SeasonalitySettings = SeasonalitySettings()
     long_term: LongTermSettings = LongTermSettings()
+    fleet_load: FleetLoadSettings = FleetLoadSettings()
     workers: int = 0  # processes for the per-candidate filters; 0 = one per core
 
 

@@ -29,6 +29,7 @@ from functools import partial
 import numpy as np
 
 from regbot.detection.changepoint import CHUNK_ROWS, detect_window_changes
+from regbot.detection.fleet_load import LoadRemoval, remove_fleet_load
 from regbot.detection.long_term import detect_long_term, screen_long_term
 from regbot.detection.model import (
     Candidate,
@@ -167,28 +168,55 @@ def window_search_ranges(
 
 
 def find_change_candidates(
-    batch: SeriesBatch, windows: WindowBounds, settings: DetectionSettings
+    batch: SeriesBatch,
+    windows: WindowBounds,
+    settings: DetectionSettings,
+    load: LoadRemoval | None = None,
 ) -> list[Candidate]:
     """Rows whose most likely change point lies in the analysis window, is an increase (oriented:
     worse), and passes the likelihood-ratio test at ``alpha``. Vectorised over the batch.
 
     Seasonal rows are tested on their deseasonalised values (``season_adjust``), so that
     ``mean_before``/``mean_after`` are deseasonalised levels there; the candidate keeps its raw
-    values for the later stages."""
-    chunks = [batch.rows(first, first + CHUNK_ROWS) for first in range(0, len(batch), CHUNK_ROWS)]
+    values for the later stages. ``load``: what ``remove_fleet_load`` took out of the batch's
+    values (its numbers go into each candidate's ``change_point`` verdict)."""
+    load = load or LoadRemoval.none(len(batch))
+    firsts = range(0, len(batch), CHUNK_ROWS)
+    chunks = [(batch.rows(f, f + CHUNK_ROWS), load.rows(f, f + CHUNK_ROWS)) for f in firsts]
     workers = min(len(chunks), settings.workers or os.cpu_count() or 1)
     if workers <= 1:
-        found = [_chunk_candidates(chunk, windows, settings) for chunk in chunks]
+        found = [_chunk_candidates(*chunk, windows, settings) for chunk in chunks]
     else:  # numpy releases the GIL in the array work, so chunks run side by side in threads
         with ThreadPoolExecutor(workers) as pool:
             found = list(
-                pool.map(lambda chunk: _chunk_candidates(chunk, windows, settings), chunks)
+                pool.map(lambda chunk: _chunk_candidates(*chunk, windows, settings), chunks)
             )
     return [candidate for part in found for candidate in part]
 
 
+def change_point_verdict(
+    p_value: float, alpha: float, k: int, load: LoadRemoval, row: int
+) -> Verdict:
+    """The change-point test's verdict: the likelihood-ratio test's p-value against alpha and,
+    where the fleet load was removed (``fleet_load.py``), the loading, its R² and the load's
+    step across the change (removed part, mean after minus mean before, oriented units)."""
+    numbers: dict[str, object] = {"test": "likelihood_ratio", "p_value": p_value, "alpha": alpha}
+    removed = load.removed
+    if removed is not None and load.loading[row] != 0:
+        part = removed[row]
+        numbers.update(
+            load_loading=float(load.loading[row]),
+            load_r2=float(load.r2[row]),
+            load_step=float(part[k:].mean() - part[:k].mean()),
+        )
+        reason = f"p = {p_value:.3g} < {alpha} after removing the fleet load"
+    else:
+        reason = f"p = {p_value:.3g} < {alpha}"
+    return Verdict("change_point", True, reason, numbers)
+
+
 def _chunk_candidates(
-    batch: SeriesBatch, windows: WindowBounds, settings: DetectionSettings
+    batch: SeriesBatch, load: LoadRemoval, windows: WindowBounds, settings: DetectionSettings
 ) -> list[Candidate]:
     start, end = window_search_ranges(batch, windows)
     values, _ = adjust_for_season(
@@ -222,6 +250,10 @@ def _chunk_candidates(
                     float(row_times[points.interval_start[row]]),
                     float(row_times[points.interval_end[row]]),
                 ),
+            ).with_verdict(
+                change_point_verdict(
+                    float(points.p_value[row]), settings.change_point.alpha, k, load, row
+                )
             )
         )
     return candidates
@@ -274,9 +306,13 @@ def _detect_parts(
     series, those without points in their windows included)."""
     funnel = dict.fromkeys(FUNNEL_KEYS, 0)
     funnel["series"] = n_series
-    candidates = [
-        c for batch, bounds in parts for c in find_change_candidates(batch, bounds, settings)
-    ]
+    candidates = []
+    load_free = []
+    for batch, bounds in parts:
+        batch, load = remove_fleet_load(batch, bounds.analysis_start_s, settings.fleet_load)
+        load_free.append((batch, bounds))
+        candidates += find_change_candidates(batch, bounds, settings, load)
+    parts = load_free
     funnel["change_points"] = len(candidates)
     filtered: list[Candidate] = []
     kept: list[Candidate] = []

@@ -32,7 +32,9 @@ seconds). Model, in the order it is built:
 * **Noise sd and MDE.** A series' per-point noise sd is that of its event-free points over the
   historical window, its deterministic daily part removed (for gCPU: the binomial sampling
   variance plus the variance of the load's AR part, flips and bursts carried up the tree). The
-  MDE is FBDetect App. A.2's T_critical·s/√n₂ with n₂ the points from the change to the end,
+  MDE is FBDetect App. A.2's T_critical·s/√n₂ with n₂ = ``mde_points`` (default: the analysis
+  window's points, the sample the test has after a change at the deploy; then a 1.5× MDE step
+  with ~50 points after it is ~5 standard errors of the before/after difference),
   computed by ``regbot.detection.simulate.minimum_detectable_effect`` (p = ½, N = 1 gives
   ½·T_critical/√n₂).
 * **Windows** are those ``regbot detect`` derives with the default workload: the extended window
@@ -144,6 +146,7 @@ class FleetSpec:
     n_improvements: int = 20
     min_regression_gcpu: float = 1.5e-4
     alpha: float = 0.01
+    mde_points: int | None = None  # n₂ of the MDE unit; None: analysis_points
     start_s: float = 1_699_920_000.0  # a midnight UTC
 
     def validate(self) -> None:
@@ -393,8 +396,13 @@ class _Fleet:
             v = int(self.parent[v])
         return out
 
-    def _mde(self, rows: list[int] | np.ndarray, start: int) -> np.ndarray:
-        return mde(self.sd[np.asarray(rows)], self.spec.n_points - start, self.spec.alpha)
+    @property
+    def n2(self) -> int:
+        """n₂ of the MDE unit of steps, cost shifts, improvements and transients."""
+        return self.spec.mde_points or self.spec.analysis_points
+
+    def _mde(self, rows: list[int] | np.ndarray) -> np.ndarray:
+        return mde(self.sd[np.asarray(rows)], self.n2, self.spec.alpha)
 
     def _pick_gcpu(self, ok: np.ndarray) -> int:
         """A random gCPU method satisfying ``ok`` whose call tree has no event yet."""
@@ -466,11 +474,11 @@ class _Fleet:
             m, c = float(sizes[i]), int(starts[i])
             if i < n_other:
                 j = n_g + self._pick_other(latency=i < sp.n_latency_steps)
-                d = m * float(self._mde([j], c)[0]) * (1 if i < sp.n_latency_steps else -1)
+                d = m * float(self._mde([j])[0]) * (1 if i < sp.n_latency_steps else -1)
                 self._add(j, d, slice(c, None))
-                self._record("step", [j], [d], c, T - c)
+                self._record("step", [j], [d], c, self.n2)
                 continue
-            unit = mde(self.sd[:n_g], T - c, sp.alpha)
+            unit = mde(self.sd[:n_g], self.n2, sp.alpha)
             big = unit >= sp.min_regression_gcpu
             cascade = i - n_other < n_cascade
             v = self._pick_gcpu(big & ((self.depth >= 1) if cascade else (self.depth == 0)))
@@ -480,10 +488,10 @@ class _Fleet:
             if linked and not cascade:
                 lat = linked.pop()
                 j = n_g + self._pick_other(latency=lat)
-                dj = rng.uniform(2, 6) * float(self._mde([j], c)[0]) * (1 if lat else -1)
+                dj = rng.uniform(2, 6) * float(self._mde([j])[0]) * (1 if lat else -1)
                 self._add(j, dj, slice(c, None))
                 rows, ds = rows + [j], ds + [dj]
-            self._record("cascade" if cascade else "step", rows, ds, c, T - c)
+            self._record("cascade" if cascade else "step", rows, ds, c, self.n2)
         self._plant_decoys()
 
     def _plant_decoys(self) -> None:
@@ -497,7 +505,7 @@ class _Fleet:
         end_of = lambda s, n: float(self.times[s] + n * sp.bucket_s)  # noqa: E731
         for k in range(sp.n_cost_shifts):
             c = self.deploy if k % 2 == 0 else window()
-            unit = mde(self.sd[:n_g], T - c, sp.alpha)
+            unit = mde(self.sd[:n_g], self.n2, sp.alpha)
             cap = 0.8 * self._sibling_room() / unit  # y: the sibling with the most room to drop
             x = self._pick_gcpu((cap >= 2) & (2 * unit >= sp.min_regression_gcpu))
             sibs = np.flatnonzero((self.klass == self.klass[x]) & (np.arange(n_g) != x))
@@ -507,22 +515,22 @@ class _Fleet:
             d = min(rng.uniform(2, 6), float(cap[x])) * float(unit[x])
             self.excl[x, c:] += d
             self.excl[y, c:] -= d
-            self._record("cost_shift", [x, y], [d, -d], c, T - c)
+            self._record("cost_shift", [x, y], [d, -d], c, self.n2)
         for k in range(sp.n_improvements):
             c, m = window(), rng.uniform(2, 6)
             if k < 2:  # one latency and one throughput improvement
                 j = n_g + self._pick_other(latency=k == 0)
-                d = m * float(self._mde([j], c)[0]) * (-1 if k == 0 else 1)
+                d = m * float(self._mde([j])[0]) * (-1 if k == 0 else 1)
                 self._add(j, d, slice(c, None))
-                self._record("improvement", [j], [d], c, T - c)
+                self._record("improvement", [j], [d], c, self.n2)
                 continue
-            unit = mde(self.sd[:n_g], T - c, sp.alpha)
+            unit = mde(self.sd[:n_g], self.n2, sp.alpha)
             cap = 0.8 * self.min_excl / unit
             v = self._pick_gcpu(cap >= 2)
             d = -min(m, float(cap[v])) * float(unit[v])
             self.excl[v, c:] += d
             rows = self._members(v)
-            self._record("improvement", rows, [d] * len(rows), c, T - c)
+            self._record("improvement", rows, [d] * len(rows), c, self.n2)
         unit60 = mde(self.sd[:n_g], T - a0, sp.alpha)
         for _ in range(sp.n_seasonal_peaks):
             p = window()
@@ -547,17 +555,17 @@ class _Fleet:
             m, sign = rng.uniform(3, 10), (1 if k % 2 == 0 else -1)
             if k < 3:  # a few latency spikes
                 j = n_g + self._pick_other(latency=True)
-                h = m * float(self._mde([j], s)[0])
+                h = m * float(self._mde([j])[0])
                 self._add(j, h, slice(s, s + length))
-                self._record("transient", [j], [h], s, T - s, end_of(s, length))
+                self._record("transient", [j], [h], s, self.n2, end_of(s, length))
                 continue
-            unit = mde(self.sd[:n_g], T - s, sp.alpha)
+            unit = mde(self.sd[:n_g], self.n2, sp.alpha)
             cap = 0.8 * self.min_excl / unit if sign < 0 else np.full(n_g, np.inf)
             v = self._pick_gcpu(cap >= 3)
             h = sign * min(m, float(cap[v])) * float(unit[v])
             self.excl[v, s : s + length] += h
             rows = self._members(v)
-            self._record("transient", rows, [h] * len(rows), s, T - s, end_of(s, length))
+            self._record("transient", rows, [h] * len(rows), s, self.n2, end_of(s, length))
         phase = lambda peak_s: np.cos(2 * np.pi * (self.times - peak_s) / DAY_S)  # noqa: E731
         # background daily patterns (not events): peaks outside the analysis window's hours
         taken = {r for e in self.events if e.kind == "seasonal_peak" for r in e.series_ids}

@@ -1,0 +1,226 @@
+"""The fleet-wide load, removed from every series before the change-point test.
+
+Every series of a service moves with its load: busier hosts spend more of their time in request
+code, latency rises with queueing, throughput follows traffic. The load wanders (hours-long
+swings on top of the daily cycle), so in a 4-hour analysis window it is often a standard
+deviation above or below its historical mean, and every series it drives then looks like it
+stepped at once: on a fleet the change-point test reports dozens of latency and throughput
+series (p-values of 1e-40) and a tail of gCPU series whose noise is no longer independent from
+point to point. The load is not a regression of any of them. It is the one thing all of a
+run's series share, so it can be estimated from all of them and taken out of each.
+
+The model is a one-factor model on levels: ``x_it = c_i + s_i·(b_i·f_t + e_it)``, ``c_i``/``s_i``
+each series' historical median and robust scale (1.4826 × MAD of its historical levels, its
+standard deviation when that is 0), ``f_t`` the load (unit variance over the history), ``b_i``
+the series' loading, ``e_it`` its own noise (and its own changes). Estimation:
+
+* **Rows.** The rows of a batch on one shared time axis (a fleet's buckets), at least
+  ``min_series`` of them with ``min_history`` points of history, else nothing is removed (a few
+  series share no estimable factor; per-build benchmark series have their own axes). At most
+  ``max_rows`` of them (evenly spaced) estimate the factor; every row gets its loading.
+* **Start.** ``f`` = the mean across rows of the standardised values, column by column, moved
+  towards the leading principal component by ``POWER_STEPS`` power iterations (a column median
+  is 0 on a fleet of sparsely sampled gCPU shares, whose values sit on a few counts).
+* **Refinement** (``iterations`` rounds): each row's loading ``b_i`` and noise variance
+  ``σ_i²`` by least squares on the historical columns only (so that a change in the analysis
+  window cannot move its loading), then each column's ``f_t`` by the cross-sectional weighted
+  least squares ``Σ w b_i z_it / Σ w b_i²`` with ``w = u_it / σ_i²`` and Huber weights
+  ``u_it = min(1, huber_k / |e_it/σ_i|)`` from the previous round's residuals. A regression
+  moves a handful of rows among thousands, and a large one is down-weighted in its own column,
+  so the deploy's many simultaneous steps do not enter the load.
+* **Loadings** (``_loadings``) are fitted on the history jointly with each row's own daily
+  cycle (nuisance sine and cosine terms), so that they measure the row's response to the
+  load's wandering, not the coincidence of two daily cycles; their t statistics allow for the
+  residual's autocorrelation.
+* **Removal.** Rows whose loading on the final ``f`` has a t statistic of at least ``min_t``
+  (default 5: with thousands of rows, a chance loading that large is rarer than one row in a
+  million) get ``s_i·b_i·(f_t − f̄)`` subtracted (``f̄`` the factor's historical mean, so the
+  history keeps its level); the others are left as they are (removing a factor a row does not
+  follow adds its estimation noise and takes nothing out).
+
+What the change-point test then sees is the series with the load removed; the candidate carries
+those values, so went-away, seasonality and thresholds judge the same series, and its
+``change_point`` verdict says how much load was removed across the change (``load_step``, in the
+series' units, oriented) and the loading's R². Complexity: O(rows × points) per round, on at
+most ``max_rows`` rows; then one pass over all rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from regbot.detection.model import FleetLoadSettings, SeriesBatch
+from regbot.detection.presets import DAY_S
+
+__all__ = ["LoadRemoval", "remove_fleet_load"]
+
+MAD_SCALE = 1.4826
+CLIP_Z = 8.0
+POWER_STEPS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class LoadRemoval:
+    """What was removed from a batch: per row the loading (0 where nothing was removed), the
+    share of the row's historical level variance the load explains (R²), and the removed part (n, T) in oriented units (None
+    when no factor was estimated)."""
+
+    loading: np.ndarray
+    r2: np.ndarray
+    removed: np.ndarray | None
+
+    @staticmethod
+    def none(n: int) -> LoadRemoval:
+        return LoadRemoval(np.zeros(n), np.zeros(n), None)
+
+    def rows(self, start: int, stop: int) -> LoadRemoval:
+        """Rows ``start:stop`` (views)."""
+        removed = None if self.removed is None else self.removed[start:stop]
+        return LoadRemoval(self.loading[start:stop], self.r2[start:stop], removed)
+
+
+def remove_fleet_load(
+    batch: SeriesBatch, analysis_start_s: float, settings: FleetLoadSettings
+) -> tuple[SeriesBatch, LoadRemoval]:
+    """The batch with the fleet load removed from the rows it drives (module docstring), and
+    what was removed. The batch is returned unchanged when it has no shared time axis, too few
+    rows or too little history."""
+    n = len(batch)
+    if not settings.enabled or n < settings.min_series or batch.values.shape[1] == 0:
+        return batch, LoadRemoval.none(n)
+    if not _shared_axis(batch):
+        return batch, LoadRemoval.none(n)
+    history = int(np.searchsorted(batch.times_s[0], analysis_start_s, "left"))
+    if history < settings.min_history:
+        return batch, LoadRemoval.none(n)
+    times = np.asarray(batch.times_s[0], np.float64)
+    centre, scale = _robust_centre_scale(batch.values[:, :history])
+    usable = np.flatnonzero(scale > 0)
+    if len(usable) < settings.min_series:
+        return batch, LoadRemoval.none(n)
+    sample = usable[np.linspace(0, len(usable) - 1, min(len(usable), settings.max_rows)).astype(int)]
+    factor = _estimate_factor(
+        _standardise(batch.values[sample], centre[sample], scale[sample]),
+        times[:history],
+        settings,
+    )
+    f_centred = factor - factor[:history].mean()
+    if not f_centred[:history].any():
+        return batch, LoadRemoval.none(n)
+    loading, t_stat, r2 = np.zeros(n), np.zeros(n), np.zeros(n)
+    values = batch.values
+    for lo in range(0, len(usable), 4096):
+        rows = usable[lo : lo + 4096]
+        z = _standardise(values[rows, :history], centre[rows], scale[rows])
+        fit = _loadings(z - z.mean(axis=1, keepdims=True), f_centred[:history], times[:history])
+        loading[rows], t_stat[rows], r2[rows] = fit.b, fit.t, fit.level_r2
+    driven = np.abs(t_stat) >= settings.min_t
+    loading[~driven] = 0.0
+    adjust = np.flatnonzero(driven)
+    if len(adjust) == 0:
+        return batch, LoadRemoval(loading, r2, None)
+    removed = np.zeros_like(values)
+    removed[adjust] = (scale[adjust] * loading[adjust])[:, None] * f_centred[None, :]
+    return replace(batch, values=values - removed), LoadRemoval(loading, r2, removed)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    b: np.ndarray  # loading per row (standardised units per unit of f)
+    t: np.ndarray  # its t statistic
+    level_r2: np.ndarray  # share of the row's historical level variance b·f explains
+    noise_var: np.ndarray  # historical level variance b·f leaves
+
+
+def _loadings(zc: np.ndarray, f_hist: np.ndarray, times_s: np.ndarray) -> _Fit:
+    """Each row's loading on the load over the history (``_Fit``). ``zc``: rows centred over
+    the history; ``f_hist``: the centred factor there; ``times_s``: the history's times.
+
+    Least squares of each row on the load *and its own daily cycle* (a sine and a cosine of
+    the time of day, nuisance terms): a row's own daily pattern is not a response to the load
+    even where it happens to line up with the load's daily part, so only the load's wandering
+    away from its daily cycle identifies the loading (fitted on the load alone, a method with its
+    own daily peak took the coincidence of two daily cycles for a loading and had the load's
+    wandering injected). The t statistic uses the residual's lag-1 autocorrelation ρ
+    (variance × (1 + ρ)/(1 − ρ)), so a row's own slow structure does not make a loading look
+    surer than it is."""
+    phase = 2 * np.pi * np.asarray(times_s, np.float64) / DAY_S
+    design = np.column_stack([f_hist, np.sin(phase), np.cos(phase)])
+    design[:, 1:] -= design[:, 1:].mean(axis=0)
+    inverse = np.linalg.pinv(design.T @ design)
+    coef = (zc @ design) @ inverse  # (rows, 3)
+    resid = zc - coef @ design.T
+    m = zc.shape[1]
+    noise_var = np.maximum(np.einsum("ij,ij->i", resid, resid) / max(m - 3, 1), 1e-12)
+    rho = np.einsum("ij,ij->i", resid[:, 1:], resid[:, :-1]) / np.maximum(
+        np.einsum("ij,ij->i", resid, resid), 1e-300
+    )
+    rho = np.clip(rho, 0.0, 0.99)
+    se = np.sqrt(noise_var * inverse[0, 0] * (1 + rho) / (1 - rho))
+    b = coef[:, 0]
+    total = np.maximum(np.einsum("ij,ij->i", zc, zc), 1e-300)
+    explained = b * b * float(f_hist @ f_hist)
+    return _Fit(b, b / se, np.clip(explained / total, 0.0, 1.0), noise_var)
+
+
+def _shared_axis(batch: SeriesBatch) -> bool:
+    """All rows have the same length and the same timestamps (a broadcast axis, or equal rows)."""
+    lengths = batch.lengths
+    if len(lengths) == 0 or (lengths != lengths[0]).any() or lengths[0] != batch.times_s.shape[1]:
+        return False
+    times = batch.times_s
+    if times.strides[0] == 0:
+        return True
+    return bool((times == times[0]).all())
+
+
+def _robust_centre_scale(history: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the median and 1.4826 × MAD of its historical levels (the standard deviation
+    where the MAD is 0; 0 for a constant row)."""
+    centre = np.median(history, axis=1)
+    scale = MAD_SCALE * np.median(np.abs(history - centre[:, None]), axis=1)
+    flat = scale <= 0
+    if flat.any():
+        scale[flat] = history[flat].std(axis=1)
+    return centre, scale
+
+
+def _standardise(values: np.ndarray, centre: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    z = (values - centre[:, None]) / scale[:, None]
+    return np.clip(z, -CLIP_Z, CLIP_Z, out=z)
+
+
+def _estimate_factor(
+    z: np.ndarray, history_times_s: np.ndarray, settings: FleetLoadSettings
+) -> np.ndarray:
+    """The load ``f`` (T,) from standardised rows ``z`` (module docstring): a column median,
+    then ``settings.iterations`` rounds of loadings on the history and robust cross-sectional
+    weighted least squares per column. Scaled to unit variance over the history."""
+    history = len(history_times_s)
+    zh_mean = z[:, :history].mean(axis=1, keepdims=True)
+    zc_all = z - zh_mean
+    factor = zc_all.mean(axis=0)
+    for _ in range(POWER_STEPS):  # towards the leading principal component
+        factor = _unit(zc_all.T @ (zc_all @ factor), history)
+    for _ in range(settings.iterations):
+        factor = _unit(factor, history)
+        if not factor.any():
+            return factor
+        fit = _loadings(
+            zc_all[:, :history], factor[:history] - factor[:history].mean(), history_times_s
+        )
+        b, noise_var = fit.b, fit.noise_var
+        weight = b / noise_var  # per row: b_i / σ_i²
+        resid = (zc_all - np.outer(b, factor - factor[:history].mean())) / np.sqrt(noise_var)[:, None]
+        u = np.minimum(1.0, settings.huber_k / np.maximum(np.abs(resid), 1e-12))
+        num = (u * weight[:, None] * zc_all).sum(axis=0)
+        den = (u * (weight * b)[:, None]).sum(axis=0)
+        factor = np.where(den > 0, num / np.maximum(den, 1e-300), 0.0)
+    return _unit(factor, history)
+
+
+def _unit(factor: np.ndarray, history: int) -> np.ndarray:
+    sd = float(factor[:history].std())
+    return factor / sd if sd > 0 and np.isfinite(sd) else np.zeros_like(factor)
