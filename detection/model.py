@@ -300,7 +300,9 @@ class ChangePointSettings:
     and the fewest points each side of a change (a change needs evidence on both sides).
     ``max_segment_cuts``: how many significant older (or later) changes the search for a change
     in the analysis window may cut off before giving up (``changepoint.py``);
-    ``interval_mass``: the posterior mass of the change-time interval (``change_time.py``)."""
+    ``interval_mass``: the posterior mass of the change-time interval (``change_time.py``);
+    ``multiple_testing``: ``fdr`` keeps alpha as the run's false discovery rate
+    (``discoveries.py``), ``none`` tests each series at alpha alone."""
 
     alpha: float = 0.01
     max_iterations: int = 10
@@ -309,6 +311,7 @@ class ChangePointSettings:
     search_margin: float = 1.0
     min_window_share: float = 0.05
     interval_mass: float = 0.95
+    multiple_testing: str = "fdr"
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,8 @@ from functools import partial
 import numpy as np
 
 from regbot.detection.changepoint import CHUNK_ROWS, detect_window_changes
+from regbot.detection.change_test import ChangeTest, change_test
+from regbot.detection.discoveries import discovery_cut
 from regbot.detection.fleet_load import LoadRemoval, remove_fleet_load
 from regbot.detection.long_term import detect_long_term, screen_long_term
 from regbot.detection.model import (
@@ -194,13 +196,38 @@ def find_change_candidates(
     return [candidate for part in found for candidate in part]
 
 
+def keep_discoveries(
+    candidates: list[Candidate], tests: int, settings: DetectionSettings
+) -> list[Candidate]:
+    """The candidates that are discoveries among the run's ``tests`` series
+    (``discoveries.py``; all of them with ``multiple_testing: none``); each keeps the cut in its
+    ``change_point`` verdict."""
+    point = settings.change_point
+    if point.multiple_testing == "none" or not candidates:
+        return candidates
+    cut = discovery_cut(np.array([c.p_value for c in candidates]), tests, point.alpha)
+    kept = []
+    for c in candidates:
+        if c.p_value <= cut:
+            verdict = c.verdicts["change_point"]
+            numbers = {**verdict.numbers, "discovery_cut": cut, "tests": tests}
+            reason = f"{verdict.reason}; a discovery among {tests} series (p ≤ {cut:.3g})"
+            kept.append(c.with_verdict(Verdict("change_point", True, reason, numbers)))
+    return kept
+
+
 def change_point_verdict(
-    p_value: float, alpha: float, k: int, load: LoadRemoval, row: int
+    test: ChangeTest, alpha: float, k: int, load: LoadRemoval, row: int
 ) -> Verdict:
-    """The change-point test's verdict: the likelihood-ratio test's p-value against alpha and,
-    where the fleet load was removed (``fleet_load.py``), the loading, its R² and the load's
-    step across the change (removed part, mean after minus mean before, oriented units)."""
-    numbers: dict[str, object] = {"test": "likelihood_ratio", "p_value": p_value, "alpha": alpha}
+    """The change-point test's verdict: the test chosen for the noise (``change_test.py``) with
+    its p-value against alpha and its numbers and, where the fleet load was removed
+    (``fleet_load.py``), the loading, its R² and the load's step across the change (removed
+    part, mean after minus mean before, oriented units)."""
+    numbers: dict[str, object] = {
+        "test": test.test, "p_value": test.p_value, "alpha": alpha, **test.numbers
+    }
+    name = "likelihood-ratio" if test.test == "likelihood_ratio" else "rank (noise not normal)"
+    reason = f"{name} test p = {test.p_value:.3g} < {alpha}"
     removed = load.removed
     if removed is not None and load.loading[row] != 0:
         part = removed[row]
@@ -209,9 +236,7 @@ def change_point_verdict(
             load_r2=float(load.r2[row]),
             load_step=float(part[k:].mean() - part[:k].mean()),
         )
-        reason = f"p = {p_value:.3g} < {alpha} after removing the fleet load"
-    else:
-        reason = f"p = {p_value:.3g} < {alpha}"
+        reason += " after removing the fleet load"
     return Verdict("change_point", True, reason, numbers)
 
 
@@ -232,6 +257,15 @@ def _chunk_candidates(
     for row in chosen.tolist():
         row_times, row_values = batch.row(row)
         k = int(points.index[row])
+        test = change_test(
+            values[row, : batch.lengths[row]],
+            int(points.segment_start[row]),
+            k,
+            float(points.p_value[row]),
+            settings.change_point.alpha,
+        )
+        if not test.passed:
+            continue
         candidates.append(
             Candidate(
                 series_id=batch.ids[row],
@@ -244,17 +278,13 @@ def _chunk_candidates(
                 mean_before=float(points.mean_before[row]),
                 mean_after=float(points.mean_after[row]),
                 llr=float(points.llr[row]),
-                p_value=float(points.p_value[row]),
+                p_value=test.p_value,
                 windows=windows,
                 change_interval_s=(
                     float(row_times[points.interval_start[row]]),
                     float(row_times[points.interval_end[row]]),
                 ),
-            ).with_verdict(
-                change_point_verdict(
-                    float(points.p_value[row]), settings.change_point.alpha, k, load, row
-                )
-            )
+            ).with_verdict(change_point_verdict(test, settings.change_point.alpha, k, load, row))
         )
     return candidates
 
@@ -313,6 +343,7 @@ def _detect_parts(
         load_free.append((batch, bounds))
         candidates += find_change_candidates(batch, bounds, settings, load)
     parts = load_free
+    candidates = keep_discoveries(candidates, sum(len(b) for b, _ in parts), settings)
     funnel["change_points"] = len(candidates)
     filtered: list[Candidate] = []
     kept: list[Candidate] = []

@@ -1,0 +1,140 @@
+"""Which test decides a change: the likelihood ratio on normal noise, ranks and persistence else.
+
+FBDetect §5.2.1's likelihood-ratio χ² test models the noise as normal. Where it is not, its
+p-values are wrong in the direction that matters: a sparsely sampled gCPU share (a method in a
+few stack samples per bucket) is a skewed count, whose upper tail is several times heavier than a
+normal one at the p-values a fleet-wide cut asks for (on the benchmark fleets, quiet methods
+passed ``p < 5e-4`` five to eight times as often as normal noise does); heavy tails put bursts
+in a window; a series that flips between two or three levels (benchmarks on shared hardware)
+stays in its upper mode for dozens of points, which looks like a step to any test that takes
+points as independent. So the test is chosen per candidate, from its history (the points of the
+model's segment before the change):
+
+* **Normal, symmetric noise** (``noise_shape``'s tail ratio in its band and residual skewness
+  within ±``MAX_SKEW``): the likelihood-ratio test, as computed by the change-point detector,
+  and Welch's t test at the same split; the larger p-value decides. The likelihood ratio pools
+  one variance for both sides; where the noise is larger after the change than before it (a
+  profiler takes fewer stack samples at night, so a night-time window's shares are noisier
+  than the day-long history), the pooled test over-states the change and Welch's, which gives
+  each side its own variance, does not. With equal variances the two agree.
+* **Otherwise, two tests, both must hold:**
+
+  - *Rank* — Mann–Whitney's U of the points after the change against those before (one-sided:
+    after larger; normal approximation with the tie correction, so a quantised series of mostly
+    equal values is judged fairly). Its p-value replaces the likelihood ratio's (and is what the
+    run's false-discovery cut sees). Ranks are distribution-free: a skewed or heavy-tailed
+    series gets a calibrated p-value.
+  - *Persistence* — the level after the change (its mean) must be higher than all but a share
+    ``alpha`` of the levels of equally long stretches of the history (``rolling_levels``; each
+    stretch as long as the post-change points): a stay in a bimodal series' upper mode, or a
+    burst, is as high as the history has been before and is not a change. With fewer than
+    ``MIN_STRETCHES`` stretches the history cannot say and only the rank test applies.
+
+The verdict names the test used and carries every number (``numbers``). Complexity per
+candidate: one sort of its segment (ranks) and one pass of prefix sums (levels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import mannwhitneyu
+from scipy.stats import t as student_t
+from scipy.ndimage import median_filter
+
+from regbot.detection.noise_shape import SMOOTH_POINTS, noise_shape, rolling_levels
+
+__all__ = ["ChangeTest", "MAX_SKEW", "change_test"]
+
+MAD_NORMAL = 1.4826
+MAX_SKEW = 0.5  # |skewness| of the residuals beyond which noise counts as skewed
+MIN_STRETCHES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeTest:
+    """The test chosen for one candidate: ``test`` ("likelihood_ratio" or "rank"), the p-value
+    that decides (``p_value``), whether the change holds (``passed``: p below alpha and, for
+    the rank test, persistent), and the numbers behind it."""
+
+    test: str
+    p_value: float
+    passed: bool
+    numbers: dict[str, object]
+
+
+def change_test(
+    values: np.ndarray, segment_start: int, k: int, p_likelihood: float, alpha: float
+) -> ChangeTest:
+    """The test for a change at index ``k`` (first point after it) of ``values`` (oriented), the
+    model's segment starting at ``segment_start`` (module docstring). ``p_likelihood``: the
+    likelihood-ratio test's p-value for it."""
+    v = np.asarray(values, np.float64)
+    before, after = v[segment_start:k], v[k:]
+    shape = noise_shape(before)
+    skew = _residual_skewness(before)
+    numbers: dict[str, object] = {
+        **shape.numbers(),
+        "noise_skewness": skew,
+        "p_likelihood_ratio": p_likelihood,
+    }
+    welch_p = _welch_p(before, after, v[:k])
+    numbers["p_welch"] = welch_p
+    if shape.normal and (skew is None or abs(skew) <= MAX_SKEW):
+        p = max(p_likelihood, welch_p)
+        return ChangeTest("likelihood_ratio", p, p < alpha, numbers)
+    rank_p = max(
+        float(mannwhitneyu(after, before, alternative="greater", method="asymptotic").pvalue),
+        welch_p,
+    )
+    level = float(after.mean())
+    stretches = rolling_levels(before, len(after), "mean") if len(before) > len(after) else None
+    numbers.update(p_rank=rank_p, level_after=level)
+    persistent = True
+    if stretches is not None and len(stretches) >= MIN_STRETCHES:
+        share = float((stretches >= level).mean())
+        persistent = share < alpha
+        numbers.update(
+            history_stretches=len(stretches),
+            history_share_as_high=share,
+            history_level_quantile=float(np.quantile(stretches, 1 - alpha)),
+        )
+    numbers["persistent"] = persistent
+    return ChangeTest("rank", rank_p, bool(rank_p < alpha and persistent), numbers)
+
+
+def _welch_p(before: np.ndarray, after: np.ndarray, history: np.ndarray) -> float:
+    """One-sided p-value of Welch's t test (after larger), Welch–Satterthwaite degrees of
+    freedom; 1.0 when a side has too few points or no spread. The mean before is that of
+    ``before`` (the model's segment); its noise variance comes from all of ``history`` (every
+    point before the change) as half the squared robust scale of its first differences (an
+    older step moves one difference, not the scale), so that a segment cut a few points before
+    the change still has a well-estimated variance; the variance after is the after points'
+    own."""
+    n1, n2 = len(before), len(after)
+    if n1 < 1 or n2 < 2:
+        return 1.0
+    diffs = np.diff(history)
+    scale = MAD_NORMAL * float(np.median(np.abs(diffs - np.median(diffs)))) if len(diffs) else 0.0
+    var_before = scale * scale / 2 if scale > 0 else (float(before.var(ddof=1)) if n1 > 1 else 0.0)
+    v1, v2 = var_before / n1, float(after.var(ddof=1)) / n2
+    if v1 + v2 <= 0:
+        return 1.0
+    t = (float(after.mean()) - float(before.mean())) / np.sqrt(v1 + v2)
+    df1 = max(len(history) - 1, 1)
+    df = (v1 + v2) ** 2 / (v1 * v1 / df1 + v2 * v2 / (n2 - 1))
+    return float(student_t.sf(t, df))
+
+
+def _residual_skewness(values: np.ndarray) -> float | None:
+    """Skewness of the values minus their rolling median (``noise_shape``'s residuals); None
+    with too few points or no spread."""
+    if len(values) < 2 * SMOOTH_POINTS:
+        return None
+    residual = values - median_filter(values, size=SMOOTH_POINTS, mode="nearest")
+    residual = residual - residual.mean()
+    sd = float(residual.std())
+    if sd <= 0:
+        return None
+    return float((residual**3).mean() / sd**3)
