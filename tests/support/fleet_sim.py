@@ -48,7 +48,9 @@ seconds). Model, in the order it is built:
   method with 1–``max_depth`` callers (true group = method + callers), the rest ``step`` on a root
   method; ``n_latency_steps``/``n_throughput_steps`` of them are independent latency/throughput
   steps, and ``n_linked_latency``/``n_linked_throughput`` latency/throughput series move with a
-  gCPU regression at its change time (2–6 of their own MDE; same true group). gCPU regressions
+  gCPU regression at its change time (2–6 of their own MDE; same true group), and follow that
+  method's own cost fluctuation (white, ``COUPLED_SHARE`` of each one's noise sd, in both), as
+  a latency driven by a method's CPU does — the evidence that they are one cause. gCPU regressions
   are planted only where 1 × MDE ≥ ``min_regression_gcpu`` (default 1.5× regbot's default
   absolute threshold, so that every planted step is reportable under the default config).
   Other events: ``creep`` (a regression for the long-term path: a ramp starting 8 h–3 days
@@ -106,6 +108,7 @@ _METHODS = (
     "score rank render fetch load build get put parse encode decode validate resolve filter "
     "map merge flush lookup serialize compute prepare apply update check"
 ).split()
+COUPLED_SHARE = 0.6  # a linked pair's shared cost noise, in noise sd of each
 _PAGES = ("", "/list", "/detail", "/search", "/upload", "/share")
 
 
@@ -451,6 +454,21 @@ class _Fleet:
             tuple(float(s) for s in sizes), tuple(float(x) for x in in_mde),
             float(self.times[start]), end))
 
+    def _couple(self, v: int, j: int, sign: float) -> None:
+        """Method ``v``'s own cost fluctuates (request mix; white, ``COUPLED_SHARE`` of its
+        noise sd) and latency/throughput series ``j`` follows it (``sign`` −1: throughput falls
+        as cost rises), so the two carry one noise: the evidence a linked pair is one cause.
+        Both rows' noise sd include it."""
+        w = self.rng.standard_normal(self.spec.n_points)
+        for row, sgn in ((v, 1.0), (j, sign)):
+            part = COUPLED_SHARE * self.sd[row]
+            if row < self.n_g:
+                w_row = np.maximum(part * w, -0.5 * self.min_excl[row])
+            else:
+                w_row = part * w
+            self._add(row, sgn * w_row, slice(None))
+            self.sd[row] = float(np.hypot(self.sd[row], part))
+
     def series_id(self, row: int) -> str:
         if row < self.n_g:
             return f"gcpu:{self.names[row]}"
@@ -482,12 +500,15 @@ class _Fleet:
             big = unit >= sp.min_regression_gcpu
             cascade = i - n_other < n_cascade
             v = self._pick_gcpu(big & ((self.depth >= 1) if cascade else (self.depth == 0)))
-            d = m * float(unit[v])
-            self.excl[v, c:] += d
-            rows, ds = self._members(v), [d] * len(self._members(v))
+            j = None
             if linked and not cascade:
                 lat = linked.pop()
                 j = n_g + self._pick_other(latency=lat)
+                self._couple(v, j, -1.0 if not lat else 1.0)
+            d = m * float(self._mde([v])[0])
+            self.excl[v, c:] += d
+            rows, ds = self._members(v), [d] * len(self._members(v))
+            if j is not None:
                 dj = rng.uniform(2, 6) * float(self._mde([j])[0]) * (1 if lat else -1)
                 self._add(j, dj, slice(c, None))
                 rows, ds = rows + [j], ds + [dj]
