@@ -194,6 +194,8 @@ def test_a_cost_shift_leaves_the_class_total_unchanged(clean: Fleet) -> None:
         assert truth.caller[up] == truth.caller[down]
         at = split_at(truth, series[0], e.change_time_s)
         assert shift_z(values[up], at, 0.0, truth.noise_sd[up]) > 3  # the member rose
+        # its sibling fell by as much (the sibling had the room: no drop clipped at zero)
+        assert abs(shift_z(values[down], at, -e.size, truth.noise_sd[down])) < 4.5
         members = [s.id for s in series if class_qualifier(s.id.removeprefix("gcpu:")) == klass]
         total = sum(values[m] for m in members)
         total_sd = np.std(np.diff(total[:at])) / np.sqrt(2)
@@ -234,6 +236,11 @@ def test_linked_latency_moves_with_its_gcpu_regression(fleet: Fleet) -> None:
                 assert size < 0
             elif sid.startswith("latency:"):
                 assert size > 0
+        # one cause, one noise: the pair's point-to-point changes correlate (the method's own
+        # cost fluctuation), positively for latency, negatively for throughput
+        values = by_id(series)
+        r = np.corrcoef(np.diff(values[e.series_ids[0]]), np.diff(values[e.series_ids[-1]]))[0, 1]
+        assert (r if e.series_ids[-1].startswith("latency:") else -r) > 0.1
 
 
 def test_writer_gives_the_spec_long_csv(fleet: Fleet, tmp_path: Path) -> None:

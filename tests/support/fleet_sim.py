@@ -530,7 +530,9 @@ class _Fleet:
             cap = 0.8 * self._sibling_room() / unit  # y: the sibling with the most room to drop
             x = self._pick_gcpu((cap >= 2) & (2 * unit >= sp.min_regression_gcpu))
             sibs = np.flatnonzero((self.klass == self.klass[x]) & (np.arange(n_g) != x))
-            avail = np.where(self.tree_used[self.root[sibs]], 0.0, self.min_excl[sibs])
+            # x's own tree is taken now; a sibling under the same caller shares it
+            other_event = self.tree_used[self.root[sibs]] & (self.root[sibs] != self.root[x])
+            avail = np.where(other_event, 0.0, self.min_excl[sibs])
             y = int(sibs[np.argmax(avail)])
             self.tree_used[self.root[y]] = True
             d = min(rng.uniform(2, 6), float(cap[x])) * float(unit[x])
