@@ -427,6 +427,7 @@ def detect_long_term_batch(
         windows,
         threshold,
         settings.long_term.edge_share,
+        settings=settings.long_term,
     )
     found = []
     for row in np.flatnonzero(keep).tolist():
