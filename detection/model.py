@@ -534,8 +534,10 @@ class PairwiseSettings:
     (``cross_kind_correlation`` at least, when one side is not a gCPU series) *and* its one-sided
     p-value is at most ``evidence_alpha`` / (candidates × members compared: a family-wise rate
     over the call). Default: correlation ≥ 0.1
-    *and* stack overlap ≥ 0.5, each where it applies. ``guard_points`` and ``load_min_series``:
-    as in ``SomSettings``."""
+    *and* stack overlap ≥ 0.5, each where it applies. Between two gCPU series the rises must
+    also agree with one cause: the caller's rise within ``rise_z`` standard errors of the share
+    of the callee's rise it holds (``pairwise_dedup._Evidence.rises_agree``). ``guard_points``
+    and ``load_min_series``: as in ``SomSettings``."""
 
     rules: tuple[MergeRule, ...] = (
         MergeRule("correlation", 0.1),
@@ -545,5 +547,6 @@ class PairwiseSettings:
     max_gap_s: float = 6 * 3600.0
     evidence_alpha: float = 0.05
     cross_kind_correlation: float = 0.3
+    rise_z: float = 3.0
     guard_points: int = 3
     load_min_series: int = 20

@@ -467,6 +467,7 @@ class _Evidence:
         rows: list[GroupMember | Candidate] = [*past, *candidates]
         self.new = len(candidates)
         self.ids = [m.series_id for m in rows]
+        self.rise_z = settings.rise_z
         self.noise = noise_of(
             [m.times_s for m in rows],
             [m.values for m in rows],
@@ -501,6 +502,35 @@ class _Evidence:
             | (self.gcpu[columns][None, :] & contained)
         )
 
+    def rises_agree(self, rows: np.ndarray, columns: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """(rows, columns) bool: for two gCPU series, one cause can explain both rises. The
+        upper series (the larger residual noise: the caller) holds ``share = r·sd_u/sd_l``
+        (clipped to [0, 1]) of the lower one's samples, so a cause at or below the lower one
+        raises the upper by ``share × Δ_lower``. A candidate *above* its member must have risen
+        by at least that (less than ``rise_z`` standard errors short; more is allowed: other
+        callees may add to it). A candidate *below* its member (it joins through the group's
+        representative, its caller) must account for the caller's rise (within ``rise_z``
+        standard errors both ways): a callee whose noise the regressed caller holds, while the
+        caller rose through another callee, is a cause of its own, not this group's. Pairs
+        with a non-gCPU side always agree (no common unit)."""
+        delta = np.array([d for d, _ in self.rises])
+        se = np.array([e for _, e in self.rises])
+        sd = self.raw_sd
+        row_upper = sd[rows][:, None] >= sd[columns][None, :]
+        d_u = np.where(row_upper, delta[rows][:, None], delta[columns][None, :])
+        d_l = np.where(row_upper, delta[columns][None, :], delta[rows][:, None])
+        se_u = np.where(row_upper, se[rows][:, None], se[columns][None, :])
+        se_l = np.where(row_upper, se[columns][None, :], se[rows][:, None])
+        sd_u = np.maximum(sd[rows][:, None], sd[columns][None, :])
+        sd_l = np.maximum(np.minimum(sd[rows][:, None], sd[columns][None, :]), 1e-300)
+        with np.errstate(invalid="ignore"):
+            share = np.clip(np.nan_to_num(r) * sd_u / sd_l, 0.0, 1.0)
+            gap = d_u - share * d_l
+            limit = self.rise_z * np.sqrt(se_u**2 + (share * se_l) ** 2)
+            agree = np.where(row_upper, gap >= -limit, np.abs(gap) <= limit)
+        both = self.gcpu[rows][:, None] & self.gcpu[columns][None, :]
+        return ~both | agree
+
     def block(self, lo: int, hi: int, state: _GroupState) -> _EvidenceBlock:
         return _EvidenceBlock(self, lo, hi, state)
 
@@ -513,7 +543,9 @@ class _EvidenceBlock:
         self.evidence, self.lo = evidence, lo
         self.stats = pair_stats(evidence.noise, range(lo, hi), range(hi))
         rows, columns = np.arange(lo, hi), np.arange(hi)
-        anchored = evidence.anchors(rows, columns)
+        anchored = evidence.anchors(rows, columns) & evidence.rises_agree(
+            rows, columns, self.stats.r
+        )
         self.score = np.where(anchored, self.stats.z, np.nan)
         self.best = state.argmax(self.score, hi - lo)
 
@@ -524,7 +556,11 @@ class _EvidenceBlock:
         later = np.arange(self.lo + row + 1, self.lo + self.score.shape[0])
         if later.size == 0:
             return
-        anchored = self.evidence.anchors(later, np.array([column]))[:, 0]
+        one = np.array([column])
+        anchored = (
+            self.evidence.anchors(later, one)
+            & self.evidence.rises_agree(later, one, self.stats.r[row + 1 :, column : column + 1])
+        )[:, 0]
         new = np.where(anchored, self.stats.z[row + 1 :, column], np.nan)
         current = self.best[row + 1 :, group]
         at = np.arange(row + 1, row + 1 + later.size)

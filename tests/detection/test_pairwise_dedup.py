@@ -27,7 +27,7 @@ from regbot.detection.model import (
     subroutine_of_series,
 )
 from regbot.detection.pairwise_dedup import correlation_window, member_of, pairwise_dedup
-from regbot.detection.shared_cause import noise_of, pair_stats
+from regbot.detection.shared_cause import delta_with_se, noise_of, pair_stats
 
 STEP_S = 300.0
 T0_S = 1_700_000_000.0
@@ -149,7 +149,9 @@ def test_leaf_throughput_and_caller_form_one_group() -> None:
     assert merged["member_delta"] == pytest.approx(0.01, rel=0.2)
     assert judged[1].verdicts["pairwise_dedup"].reason == f"merged into group r0 ({gcpu(LEAF)})"
     by_stacks = plain(judged[2].verdicts["pairwise_dedup"].numbers)
-    assert by_stacks["stack_overlap"] == 1.0 and abs(by_stacks["correlation"]) < 0.3
+    # no correlation evidence: the caller did not rise with the leaf (its rises disagree with
+    # one cause, so the leaf is no anchor) — the stacks alone merge it
+    assert by_stacks["stack_overlap"] == 1.0 and by_stacks["correlation"] is None
     # The members carry their window's points and, for gCPU, their stacks.
     start_s, end_s = correlation_window(leaf)
     member = groups[0].members[0]
@@ -406,10 +408,33 @@ def reference_dedup(candidates, groups, context, settings, ids):
         noise = noise_of([a[0], b[0]], [a[1], b[1]], [a[2], b[2]], None, settings.guard_points)
         stats = pair_stats(noise, [0], [1])
         sd = noise.raw_sd()
-        return float(stats.r[0, 0]), float(stats.z[0, 0]), float(stats.p[0, 0]), sd[0] > sd[1]
+        r = float(stats.r[0, 0])
+        return r, float(stats.z[0, 0]), float(stats.p[0, 0]), sd[0] > sd[1], agree(a, b, sd, r)
+
+    def agree(a, b, sd, r):
+        """One cause explains both rises (``_Evidence.rises_agree``), by hand."""
+        if not (is_gcpu_row(a) and is_gcpu_row(b)):
+            return True
+        (da, sa), (db, sb) = (
+            delta_with_se(x[1], int(np.searchsorted(x[0], x[2]))) for x in (a, b)
+        )
+        a_upper = sd[0] >= sd[1]
+        (du, su, sdu), (dl, sl, sdl) = (
+            ((da, sa, sd[0]), (db, sb, sd[1])) if a_upper else ((db, sb, sd[1]), (da, sa, sd[0]))
+        )
+        share = min(max((r if np.isfinite(r) else 0.0) * sdu / max(sdl, 1e-300), 0.0), 1.0)
+        limit = settings.rise_z * np.sqrt(su**2 + (share * sl) ** 2)
+        gap = du - share * dl
+        return gap >= -limit if a_upper else abs(gap) <= limit
 
     def is_gcpu(series_id):
         return subroutine_of_series(series_id) is not None
+
+    gcpu_rows = {id(m.values) for g in groups for m in g.members if is_gcpu(m.series_id)}
+    gcpu_rows |= {id(c.values) for c in candidates if is_gcpu(c.series_id)}
+
+    def is_gcpu_row(row):
+        return id(row[1]) in gcpu_rows
 
     state = [(g.id, list(g.members)) for g in groups]
     features = list(dict.fromkeys(r.feature for r in settings.rules))
@@ -437,8 +462,8 @@ def reference_dedup(candidates, groups, context, settings, ids):
             s = {}
             best = None  # (z, r, p, member)
             for n, m in enumerate(ms):
-                r, z, p, contains = evidence(member, m)
-                anchor = (
+                r, z, p, contains, agrees = evidence(member, m)
+                anchor = agrees and (
                     n == 0
                     or m.series_id == member.series_id
                     or not is_gcpu(member.series_id)
