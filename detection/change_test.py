@@ -39,7 +39,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import mannwhitneyu
+import warnings
+
+from scipy.stats import brunnermunzel, mannwhitneyu
 from scipy.stats import t as student_t
 from scipy.ndimage import median_filter
 
@@ -84,10 +86,7 @@ def change_test(
     if shape.normal and (skew is None or abs(skew) <= MAX_SKEW):
         p = max(p_likelihood, welch_p)
         return ChangeTest("likelihood_ratio", p, p < alpha, numbers)
-    rank_p = max(
-        float(mannwhitneyu(after, before, alternative="greater", method="asymptotic").pvalue),
-        welch_p,
-    )
+    rank_p = _rank_p(before, after)
     level = float(after.mean())
     stretches = rolling_levels(before, len(after), "mean") if len(before) > len(after) else None
     numbers.update(p_rank=rank_p, level_after=level)
@@ -102,6 +101,18 @@ def change_test(
         )
     numbers["persistent"] = persistent
     return ChangeTest("rank", rank_p, bool(rank_p < alpha and persistent), numbers)
+
+
+def _rank_p(before: np.ndarray, after: np.ndarray) -> float:
+    """One-sided p-value that the points after tend to exceed those before: Brunner–Munzel's
+    test (ranks, each side its own spread; t distribution), or Mann–Whitney's U with the tie
+    correction where Brunner–Munzel is undefined (a side without rank spread)."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = float(brunnermunzel(after, before, alternative="greater").pvalue)
+    if np.isfinite(p):
+        return p
+    return float(mannwhitneyu(after, before, alternative="greater", method="asymptotic").pvalue)
 
 
 def _welch_p(before: np.ndarray, after: np.ndarray, history: np.ndarray) -> float:
