@@ -17,6 +17,10 @@ Rules, fixed here once:
   from the built-in default, and overrides what it writes: ``threshold`` as a whole (exactly one
   of ``absolute`` / ``relative``), ``windows`` field by field, ``rerun_interval``.
 * The dataclasses store what was read, unchanged; nothing validates them again.
+* The detection, dedup and cost-shift constants take their defaults from the stages' own
+  settings dataclasses (``regbot.detection.model``), never from a second copy here; only the
+  two durations of ``detection.dedup.DedupSettings`` (``merge_gap``, ``kdd18_bucket``) are
+  written out, as that module is slow to import, and a test holds them equal.
 
 Each settings field declares its YAML key (the field name without a unit suffix such as ``_s``)
 and its converter next to its default, so the schema is read in one place; one generic walk
@@ -34,6 +38,7 @@ from typing import Any, Literal, TypeVar, cast, get_args
 
 import yaml
 
+from regbot.detection import model as stages
 from regbot.detection.presets import (
     DEFAULT_WORKLOAD,
     HOUR_S,
@@ -169,6 +174,27 @@ def _percent(value: object, where: str) -> float:
     number = _non_negative(value, where)
     if number > 100:
         raise InputError(where, "a score from 0 to 100", value)
+    return number
+
+
+def _probability(value: object, where: str) -> float:
+    number = _number(value, where)
+    if not 0 < number < 1:
+        raise InputError(where, "a number between 0 and 1 (exclusive)", value)
+    return number
+
+
+def _positive(value: object, where: str) -> float:
+    number = _number(value, where)
+    if number <= 0:
+        raise InputError(where, "a number > 0", value)
+    return number
+
+
+def _percentile(value: object, where: str) -> float:
+    number = _number(value, where)
+    if not 0 <= number <= 100:
+        raise InputError(where, "a percentile between 0 and 100", value)
     return number
 
 
@@ -376,6 +402,32 @@ def _positive_count(value: object, where: str) -> int:
     return count
 
 
+def _durations(value: object, where: str) -> tuple[float, ...]:
+    """One duration or a non-empty list of them (``[1d, 7d]``)."""
+    if not isinstance(value, list):
+        return (_duration(value, where),)
+    if not value:
+        raise InputError(where, "a list of durations (at least one)", value)
+    return tuple(_duration(item, f"{where}[{i}]") for i, item in enumerate(value))
+
+
+def _band(value: object, where: str) -> tuple[float, float]:
+    """Two numbers ``[low, high]``, 0 <= low <= high."""
+    if not isinstance(value, list) or len(value) != 2:
+        raise InputError(where, "a list of two numbers [low, high]", value)
+    low, high = (_non_negative(item, f"{where}[{i}]") for i, item in enumerate(value))
+    if low > high:
+        raise InputError(where, "[low, high] with low <= high", value)
+    return low, high
+
+
+def _correlation(value: object, where: str) -> float:
+    number = _number(value, where)
+    if not -1 <= number <= 1:
+        raise InputError(where, "a correlation between -1 and 1", value)
+    return number
+
+
 def _threshold(r: _Reader, value: object, key: str) -> Threshold:
     d = r.section(value, key, ("absolute", "relative"))
     given = [mode for mode in ("absolute", "relative") if d.get(mode) is not None]
@@ -436,6 +488,64 @@ class MergeRuleSettings:
     threshold: float = _required(_share)
 
 
+# The stages' own defaults, read once: every detection, dedup and cost-shift default below is
+# one of their fields.
+_CHANGE_POINT = stages.ChangePointSettings()
+_WENT_AWAY = stages.WentAwaySettings()
+_SEASONALITY = stages.SeasonalitySettings()
+_LONG_TERM = stages.LongTermSettings()
+_FLEET_LOAD = stages.FleetLoadSettings()
+_SOM = stages.SomSettings()
+_PAIRWISE = stages.PairwiseSettings()
+_COST_SHIFT = stages.CostShiftSettings()
+MULTIPLE_TESTING = ("fdr", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class ImportanceWeights:
+    """SOMDedup's ImportanceScore weights (``SomSettings.weights``, in this order): relative
+    change, absolute change, popularity (less widely invoked preferred), root cause found."""
+
+    relative_change: float = _setting(_SOM.weights[0], _non_negative)
+    absolute_change: float = _setting(_SOM.weights[1], _non_negative)
+    popularity: float = _setting(_SOM.weights[2], _non_negative)
+    root_cause: float = _setting(_SOM.weights[3], _non_negative)
+
+
+@dataclass(frozen=True, slots=True)
+class SomConfig:
+    """SOMDedup (``regbot.detection.model.SomSettings``): the ImportanceScore weights, training
+    epochs, Fourier magnitudes per series, and what a cell may merge without stack samples: the
+    pair's residual noise correlated at one-sided p <= ``evidence_alpha`` / pairs tested, with r
+    >= ``min_noise_correlation`` between gCPU series or >= ``min_cross_correlation`` between
+    latency or throughput series; an ancestor joins a leaf only within ``rise_z`` standard
+    errors; ``guard_points`` differences masked either side of a change; ``load_min_series``
+    series at least to estimate the fleet's load."""
+
+    weights: ImportanceWeights = _nested(ImportanceWeights)
+    epochs: int = _setting(_SOM.epochs, _positive_count)
+    fourier_terms: int = _setting(_SOM.fourier_terms, _count)
+    evidence_alpha: float = _setting(_SOM.evidence_alpha, _probability)
+    min_noise_correlation: float = _setting(_SOM.min_noise_correlation, _correlation)
+    min_cross_correlation: float = _setting(_SOM.min_cross_correlation, _correlation)
+    rise_z: float = _setting(_SOM.rise_z, _non_negative)
+    guard_points: int = _setting(_SOM.guard_points, _count)
+    load_min_series: int = _setting(_SOM.load_min_series, _positive_count)
+
+
+@dataclass(frozen=True, slots=True)
+class PairwiseConfig:
+    """PairwiseDedup's evidence (``regbot.detection.model.PairwiseSettings``): the correlation
+    rule also needs one-sided p <= ``evidence_alpha`` / (candidates × members compared) and, when
+    one side is not a gCPU series, r >= ``cross_kind_correlation``; ``guard_points`` and
+    ``load_min_series`` as in ``SomConfig``."""
+
+    evidence_alpha: float = _setting(_PAIRWISE.evidence_alpha, _probability)
+    cross_kind_correlation: float = _setting(_PAIRWISE.cross_kind_correlation, _correlation)
+    guard_points: int = _setting(_PAIRWISE.guard_points, _count)
+    load_min_series: int = _setting(_PAIRWISE.load_min_series, _positive_count)
+
+
 @dataclass(frozen=True, slots=True)
 class DedupSettings:
     """Same-regression merge, SOMDedup and PairwiseDedup (FBDetect §5.5), or KDD'18 stack
@@ -445,15 +555,23 @@ class DedupSettings:
     regression seen from overlapping analysis windows). ``seed``: the SOM's seed (its grid side
     is ⌈n^(1/4)⌉, FBDetect's rule). ``pairwise_max_gap_s``: groups whose members changed further
     apart are not compared. ``rules`` and ``combine``: PairwiseDedup's merge rules (empty: the
-    default, correlation ≥ 0.8 and stack overlap ≥ 0.5 where each applies).
+    stage's default, correlation ≥ 0.1 and stack overlap ≥ 0.5 where each applies).
+    ``kdd18_bucket_s``: the KDD'18 method's time bucket. ``som`` and ``pairwise``: the two
+    stages' evidence settings. ``merge_gap_s`` and ``kdd18_bucket_s`` equal
+    ``regbot.detection.dedup.DedupSettings``'s defaults (a test holds them so).
     """
 
     method: str = _setting("fbdetect", lambda value, where: _one_of(value, where, DEDUP_METHODS))
     merge_gap_s: float = _setting(6 * HOUR_S, _duration)
-    seed: int = _setting(0, _count)
-    pairwise_max_gap_s: float = _setting(6 * HOUR_S, _duration)
+    seed: int = _setting(_SOM.seed, _count)
+    pairwise_max_gap_s: float = _setting(_PAIRWISE.max_gap_s, _duration)
     rules: tuple[MergeRuleSettings, ...] = _section_list(MergeRuleSettings)
-    combine: str = _setting("all", lambda value, where: _one_of(value, where, ("all", "any")))
+    combine: str = _setting(
+        _PAIRWISE.combine, lambda value, where: _one_of(value, where, ("all", "any"))
+    )
+    kdd18_bucket_s: float = _setting(600.0, _duration)
+    som: SomConfig = _nested(SomConfig)
+    pairwise: PairwiseConfig = _nested(PairwiseConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,14 +585,19 @@ class CostShiftDomain:
 
 @dataclass(frozen=True, slots=True)
 class CostShiftSettings:
-    """Cost-shift analysis (FBDetect §5.4): a domain costing more than ``domain_cost_ratio`` ×
-    the regression's change is skipped; a domain whose total changes by at most
-    ``negligible_share`` × the change makes the regression a cost shift."""
+    """Cost-shift analysis (FBDetect §5.4, ``regbot.detection.model.CostShiftSettings``): a
+    domain costing more than ``domain_cost_ratio`` × the regression's change is skipped; a
+    regression is a cost shift in a domain whose change is smaller than the regression's
+    (one-sided at ``alpha``) and within ``negligible_share`` × the change; ``fallen_alpha``: the
+    family-wise level at which members of a summed domain count as having fallen as the
+    regression rose."""
 
     enabled: bool = _setting(True, _boolean)
     domains: tuple[CostShiftDomain, ...] = _named_list(CostShiftDomain)
-    domain_cost_ratio: float = _setting(50.0, _non_negative)
-    negligible_share: float = _setting(0.2, _non_negative)
+    domain_cost_ratio: float = _setting(_COST_SHIFT.domain_cost_ratio, _non_negative)
+    negligible_share: float = _setting(_COST_SHIFT.negligible_share, _non_negative)
+    alpha: float = _setting(_COST_SHIFT.alpha, _probability)
+    fallen_alpha: float = _setting(_COST_SHIFT.fallen_alpha, _probability)
 
 
 @dataclass(frozen=True, slots=True)
@@ -548,59 +671,59 @@ class ProfilesSettings:
     sample_type: str | None = _setting(None, _text)
 
 
-def _probability(value: object, where: str) -> float:
-    number = _number(value, where)
-    if not 0 < number < 1:
-        raise InputError(where, "a number between 0 and 1 (exclusive)", value)
-    return number
-
-
-def _positive(value: object, where: str) -> float:
-    number = _number(value, where)
-    if number <= 0:
-        raise InputError(where, "a number > 0", value)
-    return number
-
-
-def _percentile(value: object, where: str) -> float:
-    number = _number(value, where)
-    if not 0 <= number <= 100:
-        raise InputError(where, "a percentile between 0 and 100", value)
-    return number
-
-
 @dataclass(frozen=True, slots=True)
 class ChangePointConfig:
-    """§5.2.1: the likelihood-ratio test's level and the fewest points each side of a change."""
+    """§5.2.1 (``regbot.detection.model.ChangePointSettings``): the likelihood-ratio test's level,
+    the CUSUM/EM iteration budget, the fewest points each side of a change, how many older
+    changes may be cut off, the margin (in windows) and the window's least share of the change's
+    posterior, the change-time interval's mass, and ``multiple_testing`` (``fdr``: alpha is the
+    run's false discovery rate; ``none``: each series at alpha alone)."""
 
-    alpha: float = _setting(0.01, _probability)
-    min_points_each_side: int = _setting(3, _count)
+    alpha: float = _setting(_CHANGE_POINT.alpha, _probability)
+    max_iterations: int = _setting(_CHANGE_POINT.max_iterations, _count)
+    min_points_each_side: int = _setting(_CHANGE_POINT.min_points_each_side, _count)
+    max_segment_cuts: int = _setting(_CHANGE_POINT.max_segment_cuts, _count)
+    search_margin: float = _setting(_CHANGE_POINT.search_margin, _non_negative)
+    min_window_share: float = _setting(_CHANGE_POINT.min_window_share, _share)
+    interval_mass: float = _setting(_CHANGE_POINT.interval_mass, _probability)
+    multiple_testing: str = _setting(
+        _CHANGE_POINT.multiple_testing,
+        lambda value, where: _one_of(value, where, MULTIPLE_TESTING),
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class WentAwayConfig:
     """§5.2.2 (see ``regbot.detection.model.WentAwaySettings``): SAX N and X, the new-pattern
     share, Mann–Kendall's level, the MAD multiplier, the percentiles SignificantRegression
-    compares, and RegressionGoneAway's drop level, z and fewest points after a drop."""
+    compares, RegressionGoneAway's drop level, z and fewest points after a drop, the band of
+    std / (1.4826·MAD) in which noise is normal, the previous day's length, and the periods
+    (ACF at ``acf_alpha``) a history is deseasonalised at."""
 
-    sax_buckets: int = _setting(20, _count)
-    sax_valid_share: float = _setting(0.03, _share)
-    new_pattern_share: float = _setting(0.5, _share)
-    trend_alpha: float = _setting(0.01, _probability)
-    mad_coefficient: float = _setting(1.5, _positive)
-    historical_percentile: float = _setting(95.0, _percentile)
-    previous_day_percentile: float = _setting(90.0, _percentile)
-    gone_away_points: int = _setting(5, _count)
-    gone_away_z: float = _setting(2.326, _positive)
-    drop_alpha: float = _setting(0.01, _probability)
+    sax_buckets: int = _setting(_WENT_AWAY.sax_buckets, _count)
+    sax_valid_share: float = _setting(_WENT_AWAY.sax_valid_share, _share)
+    new_pattern_share: float = _setting(_WENT_AWAY.new_pattern_share, _share)
+    trend_alpha: float = _setting(_WENT_AWAY.trend_alpha, _probability)
+    mad_coefficient: float = _setting(_WENT_AWAY.mad_coefficient, _positive)
+    historical_percentile: float = _setting(_WENT_AWAY.historical_percentile, _percentile)
+    previous_day_percentile: float = _setting(_WENT_AWAY.previous_day_percentile, _percentile)
+    gone_away_points: int = _setting(_WENT_AWAY.gone_away_points, _count)
+    gone_away_z: float = _setting(_WENT_AWAY.gone_away_z, _positive)
+    drop_alpha: float = _setting(_WENT_AWAY.drop_alpha, _probability)
+    normal_tail_ratio: tuple[float, float] = _setting(_WENT_AWAY.normal_tail_ratio, _band)
+    day_s: float = _setting(_WENT_AWAY.day_s, _duration)
+    periods_s: tuple[float, ...] = _setting(_WENT_AWAY.periods_s, _durations)
+    acf_alpha: float = _setting(_WENT_AWAY.acf_alpha, _probability)
 
 
 @dataclass(frozen=True, slots=True)
 class SeasonalityConfig:
-    """§5.2.3: the ACF's significance level and the z below which a change is seasonal."""
+    """§5.2.3: the ACF's significance level, the periods tried, and the z below which a change
+    is seasonal."""
 
-    acf_alpha: float = _setting(0.01, _probability)
-    z_threshold: float = _setting(3.0, _positive)
+    acf_alpha: float = _setting(_SEASONALITY.acf_alpha, _probability)
+    periods_s: tuple[float, ...] = _setting(_SEASONALITY.periods_s, _durations)
+    z_threshold: float = _setting(_SEASONALITY.z_threshold, _positive)
 
 
 @dataclass(frozen=True, slots=True)
@@ -608,23 +731,40 @@ class LongTermConfig:
     """§5.3: on or off, its own analysis window, the edge share, the gradual-change RMSE and the
     noise guard's z."""
 
-    enabled: bool = _setting(True, _boolean)
-    analysis_s: float = _setting(2 * 86400.0, _duration)
-    edge_share: float = _setting(0.2, _share)
-    rmse_threshold: float = _setting(0.1, _positive)
-    z: float = _setting(2.326, _non_negative)
+    enabled: bool = _setting(_LONG_TERM.enabled, _boolean)
+    analysis_s: float = _setting(_LONG_TERM.analysis_s, _duration)
+    edge_share: float = _setting(_LONG_TERM.edge_share, _share)
+    rmse_threshold: float = _setting(_LONG_TERM.rmse_threshold, _positive)
+    z: float = _setting(_LONG_TERM.z, _non_negative)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetLoadConfig:
+    """The fleet-wide load removed before the change-point test
+    (``regbot.detection.model.FleetLoadSettings``): on or off, the fewest series on one time axis
+    and points of history, the most rows the factor is estimated from, the refinement rounds,
+    the Huber weights' k, and the loading's t statistic a series needs to be adjusted."""
+
+    enabled: bool = _setting(_FLEET_LOAD.enabled, _boolean)
+    min_series: int = _setting(_FLEET_LOAD.min_series, _positive_count)
+    min_history: int = _setting(_FLEET_LOAD.min_history, _positive_count)
+    max_rows: int = _setting(_FLEET_LOAD.max_rows, _positive_count)
+    iterations: int = _setting(_FLEET_LOAD.iterations, _count)
+    huber_k: float = _setting(_FLEET_LOAD.huber_k, _positive)
+    min_t: float = _setting(_FLEET_LOAD.min_t, _non_negative)
 
 
 @dataclass(frozen=True, slots=True)
 class DetectionConfig:
-    """The detection pipeline's constants (FBDetect §5.2–5.3), the paper's values as defaults.
-    ``engine``: ``fbdetect`` (KDD'18's detector is not offered yet)."""
+    """The detection pipeline's constants (FBDetect §5.2–5.3), the stages' own defaults (the
+    paper's values). ``engine``: ``fbdetect`` (KDD'18's detector is not offered yet)."""
 
     engine: str = _setting("fbdetect", lambda value, where: _one_of(value, where, ("fbdetect",)))
     change_point: ChangePointConfig = _nested(ChangePointConfig)
     went_away: WentAwayConfig = _nested(WentAwayConfig)
     seasonality: SeasonalityConfig = _nested(SeasonalityConfig)
     long_term: LongTermConfig = _nested(LongTermConfig)
+    fleet_load: FleetLoadConfig = _nested(FleetLoadConfig)
 
 
 @dataclass(frozen=True, slots=True)

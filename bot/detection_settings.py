@@ -1,12 +1,20 @@
-"""The detection pipeline's settings from ``regbot.yml``: a workload plus the ``detection:``
-section, laid over the stages' own defaults (which carry the paper's values)."""
+"""The detection and dedup stages' settings from ``regbot.yml``: a workload plus the
+``detection:``, ``dedup:`` and ``cost_shift:`` sections, laid over the stages' own defaults
+(which carry the paper's values, and which the config's defaults are read from)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, replace
 
 from regbot.bot.config import Config
-from regbot.detection.model import DetectionSettings
+from regbot.detection.dedup import DedupSettings
+from regbot.detection.model import (
+    CostShiftSettings,
+    DetectionSettings,
+    MergeRule,
+    PairwiseSettings,
+    SomSettings,
+)
 
 
 def detection_settings(config: Config, workload: str | None = None) -> DetectionSettings:
@@ -20,4 +28,56 @@ def detection_settings(config: Config, workload: str | None = None) -> Detection
         went_away=replace(defaults.went_away, **asdict(written.went_away)),
         seasonality=replace(defaults.seasonality, **asdict(written.seasonality)),
         long_term=replace(defaults.long_term, **asdict(written.long_term)),
+        fleet_load=replace(defaults.fleet_load, **asdict(written.fleet_load)),
+    )
+
+
+def dedup_settings(config: Config) -> DedupSettings:
+    """The dedup stages' settings (same-regression merge, SOMDedup, cost shift, PairwiseDedup,
+    or KDD'18) from ``regbot.yml``; cost shift is None when ``cost_shift.enabled`` is false."""
+    written = config.dedup
+    som = written.som
+    weights = som.weights
+    pairwise = replace(
+        PairwiseSettings(),
+        max_gap_s=written.pairwise_max_gap_s,
+        combine=written.combine,  # type: ignore[arg-type]
+        **asdict(written.pairwise),
+    )
+    rules = tuple(MergeRule(r.feature, r.threshold) for r in written.rules)  # type: ignore[arg-type]
+    if rules:
+        pairwise = replace(pairwise, rules=rules)
+    cost = config.cost_shift
+    return DedupSettings(
+        method=written.method,  # type: ignore[arg-type]
+        merge_gap_s=written.merge_gap_s,
+        som=replace(
+            SomSettings(),
+            weights=(
+                weights.relative_change,
+                weights.absolute_change,
+                weights.popularity,
+                weights.root_cause,
+            ),
+            epochs=som.epochs,
+            fourier_terms=som.fourier_terms,
+            seed=written.seed,
+            evidence_alpha=som.evidence_alpha,
+            min_noise_correlation=som.min_noise_correlation,
+            min_cross_correlation=som.min_cross_correlation,
+            rise_z=som.rise_z,
+            guard_points=som.guard_points,
+            load_min_series=som.load_min_series,
+        ),
+        cost_shift=CostShiftSettings(
+            domain_cost_ratio=cost.domain_cost_ratio,
+            negligible_share=cost.negligible_share,
+            custom_domains=tuple((d.name, d.regex) for d in cost.domains),
+            alpha=cost.alpha,
+            fallen_alpha=cost.fallen_alpha,
+        )
+        if cost.enabled
+        else None,
+        pairwise=pairwise,
+        kdd18_bucket_s=written.kdd18_bucket_s,
     )

@@ -21,6 +21,10 @@ representative's series, ``pairwise_dedup`` its group, whose first stored member
 representative). A duplicate is explained with its own verdicts and then its representative in
 full (attribution is only run on representatives).
 
+Settings: the detection and dedup constants in force (``settings_in_force``) close the view
+and the ``settings`` key of ``--json``: those of the config explain reads, the stages' own
+defaults where it says nothing (a stored report does not record its run's settings).
+
 Ids: the exact id, else a unique prefix (with or without the ``r-``), matched without regard to
 case. An unknown id lists the closest known ids (rapidfuzz ratio).
 """
@@ -32,7 +36,7 @@ import json
 import math
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -41,6 +45,7 @@ from rapidfuzz import fuzz, process
 from rich.console import Console
 
 from regbot.bot.config import Config, load_config
+from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.bot.state import StateStore, StoredRegression
 from regbot.detection.model import Group
 from regbot.errors import InputError
@@ -570,13 +575,31 @@ def explanation_json(explanation: Explanation) -> dict[str, object]:
 # --- the command ----------------------------------------------------------------------------
 
 
-def state_location(args: argparse.Namespace) -> tuple[Path, frozenset[str]]:
-    """The state path (``--state``, else the config's ``state``, whose default is
-    ``.regbot/state.db``) and the higher-is-better kinds. The config is read unless only
-    ``--state`` is given (then the defaults hold)."""
-    config = load_config(args.config) if args.config is not None or args.state is None else Config()
-    path = args.state if args.state is not None else config.state
-    return Path(path), config.higher_is_better
+def explain_config(args: argparse.Namespace) -> Config:
+    """The config explain reads: ``-c``, else ``regbot.yml`` in the current directory, unless
+    only ``--state`` is given (then the defaults hold). The state is ``--state``, else the
+    config's ``state`` (default ``.regbot/state.db``)."""
+    return load_config(args.config) if args.config is not None or args.state is None else Config()
+
+
+def settings_in_force(config: Config) -> dict[str, object]:
+    """The detection and dedup constants of ``config`` as the stages get them (their own
+    defaults where the file says nothing): ``detection.change_point``, ``detection.fleet_load``
+    and the dedup stages' settings (``cost_shift`` None when off). ``source``: the file read
+    (None: no file, the defaults). A stored report does not record its run's settings, so these
+    are the ones the config gives now."""
+    detection = detection_settings(config)
+    source = config.source if config.source and Path(config.source).is_file() else None
+    return _plain(
+        {
+            "source": source,
+            "detection": {
+                "change_point": asdict(detection.change_point),
+                "fleet_load": asdict(detection.fleet_load),
+            },
+            "dedup": asdict(dedup_settings(config)),
+        }
+    )  # type: ignore[return-value]
 
 
 def open_state_read_only(path: Path) -> StateStore:
@@ -596,23 +619,33 @@ def open_state_read_only(path: Path) -> StateStore:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from regbot.bot.explain_view import explain_renderables  # the view imports this module
+    from regbot.bot.explain_view import (  # the view imports this module
+        explain_renderables,
+        settings_renderables,
+    )
 
-    path, higher_is_better = state_location(args)
+    config = explain_config(args)
+    path = Path(args.state if args.state is not None else config.state)
     try:
         with open_state_read_only(path) as state:
             reports = state.reports()
             ids = known_ids(reports, [k.id for k in state.known_regressions()])
             rid = resolve_id(args.regression_id, ids, path)
             explanation = build_explanation(
-                args.regression_id, rid, reports, state.regression, state.groups(), higher_is_better
+                args.regression_id,
+                rid,
+                reports,
+                state.regression,
+                state.groups(),
+                config.higher_is_better,
             )
     except (sqlite3.Error, json.JSONDecodeError) as error:
         raise InputError(str(path), "a regbot state database (SQLite)", str(error)) from None
+    settings = settings_in_force(config)
     if args.json:
-        payload = json.dumps(explanation_json(explanation), indent=2, allow_nan=False)
-        out.out(payload, highlight=False)
+        payload = {**explanation_json(explanation), "settings": settings}
+        out.out(json.dumps(payload, indent=2, allow_nan=False), highlight=False)
         return 0
-    for renderable in explain_renderables(explanation):
+    for renderable in [*explain_renderables(explanation), *settings_renderables(settings)]:
         out.print(renderable)
     return 0

@@ -675,3 +675,34 @@ def explain_renderables(explanation: Explanation) -> list[RenderableType]:
     if regression.entry.get("verdicts"):
         own += [_section("its verdicts (pipeline order)"), verdicts_table(regression.entry)]
     return own + [Rule(), *subject_sections(explanation)]
+
+
+# --- settings -------------------------------------------------------------------------------
+
+
+def _settings_line(values: Mapping[str, object], skip: tuple[str, ...] = ()) -> Text:
+    return safe(" · ".join(f"{k} {number_text(v)}" for k, v in values.items() if k not in skip))
+
+
+def settings_renderables(settings: Mapping[str, object]) -> list[RenderableType]:
+    """The detection and dedup constants in force (``explain_command.settings_in_force``): one
+    line per stage, after a rule naming where they come from."""
+    source = settings.get("source")
+    title = f"settings (from {clean(str(source))})" if source else "settings (defaults)"
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    detection = settings.get("detection")
+    for name, values in (detection if isinstance(detection, Mapping) else {}).items():
+        if isinstance(values, Mapping):
+            grid.add_row(str(name), _settings_line(values))
+    dedup = settings.get("dedup")
+    if isinstance(dedup, Mapping):
+        parts = ("som", "pairwise", "cost_shift")
+        grid.add_row("dedup", _settings_line(dedup, parts))
+        for name in parts:
+            values = dedup.get(name)
+            shown = _settings_line(values) if isinstance(values, Mapping) else Text("off")
+            grid.add_row(name, shown)
+    return [Rule(Text(title, style="bold"), align="left"), grid]
+

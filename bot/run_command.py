@@ -60,10 +60,9 @@ from regbot.attribution.rank import RankSettings
 from regbot.attribution.stack_paths import heaviest_paths
 from regbot.bot.baseline import MissingBaseline, find_missing_baselines, missing_names
 from regbot.bot.comment import render_summary
-from regbot.bot.detection_settings import detection_settings
+from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.bot.config import Config, load_config
 from regbot.bot.dedup_context import build_dedup_context
-from regbot.bot.detect_command import dedup_settings
 from regbot.bot.feedback_command import annotate_report, collect_feedback
 from regbot.bot.gate import GateDecision, decide_gate
 from regbot.bot.github_api import GitHubClient, GitHubError

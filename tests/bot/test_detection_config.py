@@ -3,13 +3,23 @@ defaults, refused with the key's path when wrong."""
 
 from __future__ import annotations
 
+import io
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from regbot.bot.cli import main
 from regbot.bot.config import parse_config
-from regbot.bot.detection_settings import detection_settings
-from regbot.detection.model import DetectionSettings
+from regbot.bot.detection_settings import dedup_settings, detection_settings
+from regbot.detection.dedup import DedupSettings
+from regbot.detection.model import (
+    ChangePointSettings,
+    DetectionSettings,
+    FleetLoadSettings,
+    PairwiseSettings,
+)
 from regbot.errors import InputError
 
 
@@ -58,3 +68,166 @@ def test_bad_values_name_the_key(data, where):
     with pytest.raises(InputError) as error:
         settings(data)
     assert where in str(error.value)
+
+
+# --- every constant of the stages, defaults from their dataclasses ---------------------------
+
+
+def dedup(data: object) -> DedupSettings:
+    return dedup_settings(parse_config(data, source="regbot.yml", base_dir=Path(".")))
+
+
+def test_the_defaults_are_the_dataclasses_defaults_field_by_field():
+    given = settings(None)
+    stages = DetectionSettings(workload=given.workload)
+    for section in ("change_point", "went_away", "seasonality", "long_term", "fleet_load"):
+        written, default = getattr(given, section), getattr(stages, section)
+        for f in fields(default):
+            assert getattr(written, f.name) == getattr(default, f.name), f"{section}.{f.name}"
+    assert given == stages
+    assert given.change_point.multiple_testing == "fdr" and given.fleet_load.min_t == 5.0
+
+
+def test_the_dedup_defaults_are_the_stages_defaults():
+    given, stages = dedup(None), DedupSettings()
+    for f in fields(stages):
+        assert getattr(given, f.name) == getattr(stages, f.name), f.name
+    for part in ("som", "pairwise", "cost_shift"):
+        for f in fields(getattr(stages, part)):
+            written, default = getattr(given, part), getattr(stages, part)
+            assert getattr(written, f.name) == getattr(default, f.name), f"{part}.{f.name}"
+
+
+def test_every_change_point_and_fleet_load_key_reaches_the_settings():
+    given = settings(
+        {
+            "detection": {
+                "change_point": {
+                    "multiple_testing": "none",
+                    "max_iterations": 20,
+                    "max_segment_cuts": 2,
+                    "search_margin": 0.5,
+                    "min_window_share": 0.1,
+                    "interval_mass": "0.9",
+                },
+                "fleet_load": {
+                    "min_t": 7,
+                    "enabled": False,
+                    "min_series": 10,
+                    "min_history": 24,
+                    "max_rows": 100,
+                    "iterations": 0,
+                    "huber_k": 1.5,
+                },
+            }
+        }
+    )
+    point, load = given.change_point, given.fleet_load
+    assert point.multiple_testing == "none" and point.max_iterations == 20
+    assert (point.max_segment_cuts, point.search_margin) == (2, 0.5)
+    assert (point.min_window_share, point.interval_mass) == (0.1, 0.9)
+    assert point.alpha == ChangePointSettings().alpha  # not written: the default
+    assert load == FleetLoadSettings(False, 10, 24, 100, 0, 1.5, 7.0)
+
+
+def test_went_away_and_seasonality_lists_are_read():
+    given = settings(
+        {
+            "detection": {
+                "went_away": {"normal_tail_ratio": [0.7, 1.4], "day": "12h", "periods": "1d"},
+                "seasonality": {"periods": ["12h", "7d"]},
+            }
+        }
+    )
+    assert given.went_away.normal_tail_ratio == (0.7, 1.4)
+    assert given.went_away.day_s == 12 * 3600.0 and given.went_away.periods_s == (86400.0,)
+    assert given.seasonality.periods_s == (12 * 3600.0, 7 * 86400.0)
+
+
+def test_the_dedup_and_cost_shift_evidence_keys_reach_the_stages():
+    given = dedup(
+        {
+            "dedup": {
+                "seed": 4,
+                "kdd18_bucket": "5m",
+                "som": {
+                    "evidence_alpha": 0.01,
+                    "min_noise_correlation": 0.2,
+                    "min_cross_correlation": 0.4,
+                    "rise_z": 2,
+                    "guard_points": 1,
+                    "load_min_series": 5,
+                    "epochs": 10,
+                    "fourier_terms": 4,
+                    "weights": {"relative_change": 0.5, "root_cause": 0.3},
+                },
+                "pairwise": {
+                    "evidence_alpha": 0.02,
+                    "cross_kind_correlation": 0.5,
+                    "guard_points": 2,
+                    "load_min_series": 8,
+                },
+            },
+            "cost_shift": {"alpha": 0.005, "fallen_alpha": 0.05},
+        }
+    )
+    som, pairwise, cost = given.som, given.pairwise, given.cost_shift
+    assert (som.seed, som.epochs, som.fourier_terms) == (4, 10, 4)
+    assert som.weights == (0.5, 0.6, 0.1, 0.3)
+    assert (som.evidence_alpha, som.min_noise_correlation, som.min_cross_correlation) == (
+        0.01,
+        0.2,
+        0.4,
+    )
+    assert (som.rise_z, som.guard_points, som.load_min_series) == (2.0, 1, 5)
+    assert (pairwise.evidence_alpha, pairwise.cross_kind_correlation) == (0.02, 0.5)
+    assert (pairwise.guard_points, pairwise.load_min_series) == (2, 8)
+    assert pairwise.rules == PairwiseSettings().rules
+    assert cost is not None and (cost.alpha, cost.fallen_alpha) == (0.005, 0.05)
+    assert given.kdd18_bucket_s == 300.0
+
+
+def nested(where: str, value: object) -> dict:
+    """``{"a": {"b": value}}`` from ``"a.b"``."""
+    data: object = value
+    for key in reversed(where.split(".")):
+        data = {key: data}
+    return data  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        ("detection.change_point.multiple_testing", "bonferroni"),
+        ("detection.change_point.interval_mass", 1.5),
+        ("detection.change_point.max_iterations", 2.5),
+        ("detection.fleet_load.min_series", -1),
+        ("detection.fleet_load.huber_k", 0),
+        ("detection.fleet_load.min_z", 3),
+        ("detection.went_away.normal_tail_ratio", [2, 1]),
+        ("detection.seasonality.periods", []),
+        ("dedup.som.min_noise_correlation", 2),
+        ("dedup.som.weights.popularity", -0.1),
+        ("dedup.pairwise.evidence_alpha", 0),
+        ("dedup.pairwise.rules", []),
+        ("cost_shift.fallen_alpha", 1),
+    ],
+)
+def test_bad_new_values_name_the_key(where, value):
+    with pytest.raises(InputError) as error:
+        settings(nested(where, value))
+    assert where in str(error.value)
+
+
+def test_a_bad_value_in_regbot_yml_is_exit_2_naming_the_key(tmp_path: Path):
+    config = tmp_path / "regbot.yml"
+    config.write_text("detection:\n  change_point:\n    multiple_testing: bonferroni\n")
+    err = io.StringIO()
+    code = main(
+        ["detect", str(tmp_path), "-c", str(config)],
+        out=Console(file=io.StringIO(), width=200),
+        err=Console(file=err, width=200),
+    )
+    assert code == 2
+    assert "regbot.yml:3: detection.change_point.multiple_testing" in err.getvalue()
+    assert "fdr, none" in err.getvalue()

@@ -239,6 +239,39 @@ def test_json_holds_the_entry_verdicts_candidates_group_and_deploy(run_state: di
     ]
 
 
+def test_the_settings_in_force_are_echoed(detect_state: dict, tmp_path: Path) -> None:
+    """With only ``--state``: the stages' defaults; with a config: its values."""
+    rid = detect_state["leaf"]["id"]
+    code, out, err = explain(rid, "--state", str(detect_state["state"]), "--json")
+    assert code == 0, err
+    settings = json.loads(out)["settings"]
+    assert settings["source"] is None
+    assert settings["detection"]["change_point"]["multiple_testing"] == "fdr"
+    assert settings["detection"]["fleet_load"]["min_t"] == 5.0
+    assert settings["dedup"]["som"]["evidence_alpha"] == 0.05
+    assert settings["dedup"]["cost_shift"]["fallen_alpha"] == 0.01
+    config = tmp_path / "regbot.yml"
+    config.write_text(
+        f"state: {detect_state['state']}\n"
+        "detection: {change_point: {multiple_testing: none}, fleet_load: {min_t: 7}}\n"
+        "dedup: {pairwise: {cross_kind_correlation: 0.4}}\ncost_shift: {enabled: false}\n"
+    )
+    code, out, err = explain(rid, "-c", str(config), "--json")
+    assert code == 0, err
+    settings = json.loads(out)["settings"]
+    assert settings["source"] == str(config)
+    assert settings["detection"]["change_point"]["multiple_testing"] == "none"
+    assert settings["detection"]["fleet_load"]["min_t"] == 7.0
+    assert settings["dedup"]["pairwise"]["cross_kind_correlation"] == 0.4
+    assert settings["dedup"]["cost_shift"] is None
+    code, out, err = explain(rid, "-c", str(config), width=400)
+    assert code == 0, err
+    assert f"settings (from {config})" in out
+    assert re.search(r"change_point\s+alpha 0\.01 · max_iterations 10 ·", out)
+    assert "multiple_testing none" in out and "min_t 7" in out
+    assert re.search(r"cost_shift\s+off", out)
+
+
 def test_a_som_duplicate_points_to_its_representative(run_state: dict) -> None:
     rep, duplicate = run_state["compute"]["id"], run_state["caller"]["id"]
     code, out, err = explain(duplicate, "--state", str(run_state["state"]))
