@@ -537,11 +537,13 @@ class SomConfig:
 class PairwiseConfig:
     """PairwiseDedup's evidence (``regbot.detection.model.PairwiseSettings``): the correlation
     rule also needs one-sided p <= ``evidence_alpha`` / (candidates × members compared) and, when
-    one side is not a gCPU series, r >= ``cross_kind_correlation``; ``guard_points`` and
+    one side is not a gCPU series, r >= ``cross_kind_correlation``; between two gCPU series the
+    rises must agree with one cause within ``rise_z`` standard errors; ``guard_points`` and
     ``load_min_series`` as in ``SomConfig``."""
 
     evidence_alpha: float = _setting(_PAIRWISE.evidence_alpha, _probability)
     cross_kind_correlation: float = _setting(_PAIRWISE.cross_kind_correlation, _correlation)
+    rise_z: float = _setting(_PAIRWISE.rise_z, _non_negative)
     guard_points: int = _setting(_PAIRWISE.guard_points, _count)
     load_min_series: int = _setting(_PAIRWISE.load_min_series, _positive_count)
 

@@ -164,6 +164,7 @@ def test_the_dedup_and_cost_shift_evidence_keys_reach_the_stages():
                 "pairwise": {
                     "evidence_alpha": 0.02,
                     "cross_kind_correlation": 0.5,
+                    "rise_z": 2.5,
                     "guard_points": 2,
                     "load_min_series": 8,
                 },
@@ -181,6 +182,7 @@ def test_the_dedup_and_cost_shift_evidence_keys_reach_the_stages():
     )
     assert (som.rise_z, som.guard_points, som.load_min_series) == (2.0, 1, 5)
     assert (pairwise.evidence_alpha, pairwise.cross_kind_correlation) == (0.02, 0.5)
+    assert pairwise.rise_z == 2.5 and som.rise_z == 2.0
     assert (pairwise.guard_points, pairwise.load_min_series) == (2, 8)
     assert pairwise.rules == PairwiseSettings().rules
     assert cost is not None and (cost.alpha, cost.fallen_alpha) == (0.005, 0.05)
@@ -209,6 +211,7 @@ def nested(where: str, value: object) -> dict:
         ("dedup.som.min_noise_correlation", 2),
         ("dedup.som.weights.popularity", -0.1),
         ("dedup.pairwise.evidence_alpha", 0),
+        ("dedup.pairwise.rise_z", -1),
         ("dedup.pairwise.rules", []),
         ("cost_shift.fallen_alpha", 1),
     ],
