@@ -19,7 +19,8 @@ Rules, fixed here once:
 * The dataclasses store what was read, unchanged; nothing validates them again.
 * The detection, dedup and cost-shift constants take their defaults from the stages' own
   settings dataclasses (``regbot.detection.model``), never from a second copy here; only the
-  two durations of ``detection.dedup.DedupSettings`` (``merge_gap``, ``kdd18_bucket``) are
+  scalar fields of ``detection.dedup.DedupSettings`` (the same-regression merge's
+  ``merge_gap``, ``merge_alpha``, ``merge_min_points`` and the KDD'18 method's ``kdd18_*``) are
   written out, as that module is slow to import, and a test holds them equal.
 
 Each settings field declares its YAML key (the field name without a unit suffix such as ``_s``)
@@ -513,6 +514,19 @@ class ImportanceWeights:
 
 
 @dataclass(frozen=True, slots=True)
+class BlockWeights:
+    """SOMDedup's feature-block weights (``SomSettings.block_weights``, in this order): the
+    shape's Fourier magnitudes, the variance ratio, the change position, the root-cause bits and
+    the metric id."""
+
+    shape: float = _setting(_SOM.block_weights[0], _non_negative)
+    variance: float = _setting(_SOM.block_weights[1], _non_negative)
+    position: float = _setting(_SOM.block_weights[2], _non_negative)
+    root_cause: float = _setting(_SOM.block_weights[3], _non_negative)
+    metric: float = _setting(_SOM.block_weights[4], _non_negative)
+
+
+@dataclass(frozen=True, slots=True)
 class SomConfig:
     """SOMDedup (``regbot.detection.model.SomSettings``): the ImportanceScore weights, training
     epochs, Fourier magnitudes per series, and what a cell may merge without stack samples: the
@@ -520,9 +534,13 @@ class SomConfig:
     >= ``min_noise_correlation`` between gCPU series or >= ``min_cross_correlation`` between
     latency or throughput series; an ancestor joins a leaf only within ``rise_z`` standard
     errors; ``guard_points`` differences masked either side of a change; ``load_min_series``
-    series at least to estimate the fleet's load."""
+    series at least to estimate the fleet's load. The map: ``block_weights``, the feature
+    blocks' weights; ``merge_distance``, how close tight units must be to merge into one cell;
+    ``cascade_buckets``, how many buckets apart change points are still one moment;
+    ``relative_cap``, the ImportanceScore's cap on the relative change."""
 
     weights: ImportanceWeights = _nested(ImportanceWeights)
+    block_weights: BlockWeights = _nested(BlockWeights)
     epochs: int = _setting(_SOM.epochs, _positive_count)
     fourier_terms: int = _setting(_SOM.fourier_terms, _count)
     evidence_alpha: float = _setting(_SOM.evidence_alpha, _probability)
@@ -531,6 +549,9 @@ class SomConfig:
     rise_z: float = _setting(_SOM.rise_z, _non_negative)
     guard_points: int = _setting(_SOM.guard_points, _count)
     load_min_series: int = _setting(_SOM.load_min_series, _positive_count)
+    merge_distance: float = _setting(_SOM.merge_distance, _non_negative)
+    cascade_buckets: int = _setting(_SOM.cascade_buckets, _count)
+    relative_cap: float = _setting(_SOM.relative_cap, _positive)
 
 
 @dataclass(frozen=True, slots=True)
@@ -559,12 +580,18 @@ class DedupSettings:
     apart are not compared. ``rules`` and ``combine``: PairwiseDedup's merge rules (empty: the
     stage's default, correlation ≥ 0.1 and stack overlap ≥ 0.5 where each applies).
     ``kdd18_bucket_s``: the KDD'18 method's time bucket. ``som`` and ``pairwise``: the two
-    stages' evidence settings. ``merge_gap_s`` and ``kdd18_bucket_s`` equal
-    ``regbot.detection.dedup.DedupSettings``'s defaults (a test holds them so).
+    stages' evidence settings. ``merge_alpha`` and ``merge_min_points``: the same-regression
+    merge's Mann–Whitney level and fewest points per side on a series with an earlier known
+    regression. ``kdd18_tolerance``, ``kdd18_explained_share``, ``kdd18_stack_weight`` and
+    ``kdd18_relative_cap``: the KDD'18 method's stopping share, explained share, stack-term
+    weight and relative-magnitude cap. The scalar defaults (``merge_*``, ``kdd18_*``) equal
+    ``regbot.detection.dedup.DedupSettings``'s (a test holds them so).
     """
 
     method: str = _setting("fbdetect", lambda value, where: _one_of(value, where, DEDUP_METHODS))
     merge_gap_s: float = _setting(6 * HOUR_S, _duration)
+    merge_alpha: float = _setting(0.01, _probability)
+    merge_min_points: int = _setting(3, _positive_count)
     seed: int = _setting(_SOM.seed, _count)
     pairwise_max_gap_s: float = _setting(_PAIRWISE.max_gap_s, _duration)
     rules: tuple[MergeRuleSettings, ...] = _section_list(MergeRuleSettings)
@@ -572,6 +599,10 @@ class DedupSettings:
         _PAIRWISE.combine, lambda value, where: _one_of(value, where, ("all", "any"))
     )
     kdd18_bucket_s: float = _setting(600.0, _duration)
+    kdd18_tolerance: float = _setting(0.05, _share)
+    kdd18_explained_share: float = _setting(0.1, _share)
+    kdd18_stack_weight: float = _setting(0.5, _non_negative)
+    kdd18_relative_cap: float = _setting(100.0, _positive)
     som: SomConfig = _nested(SomConfig)
     pairwise: PairwiseConfig = _nested(PairwiseConfig)
 
@@ -592,7 +623,8 @@ class CostShiftSettings:
     regression is a cost shift in a domain whose change is smaller than the regression's
     (one-sided at ``alpha``) and within ``negligible_share`` × the change; ``fallen_alpha``: the
     family-wise level at which members of a summed domain count as having fallen as the
-    regression rose."""
+    regression rose; ``new_share``: a level within this share of the regression's change of zero
+    did not exist before it (a new domain, no shift)."""
 
     enabled: bool = _setting(True, _boolean)
     domains: tuple[CostShiftDomain, ...] = _named_list(CostShiftDomain)
@@ -600,6 +632,7 @@ class CostShiftSettings:
     negligible_share: float = _setting(_COST_SHIFT.negligible_share, _non_negative)
     alpha: float = _setting(_COST_SHIFT.alpha, _probability)
     fallen_alpha: float = _setting(_COST_SHIFT.fallen_alpha, _probability)
+    new_share: float = _setting(_COST_SHIFT.new_share, _non_negative)
 
 
 @dataclass(frozen=True, slots=True)

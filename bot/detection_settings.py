@@ -37,7 +37,7 @@ def dedup_settings(config: Config) -> DedupSettings:
     or KDD'18) from ``regbot.yml``; cost shift is None when ``cost_shift.enabled`` is false."""
     written = config.dedup
     som = written.som
-    weights = som.weights
+    weights, blocks = som.weights, som.block_weights
     pairwise = replace(
         PairwiseSettings(),
         max_gap_s=written.pairwise_max_gap_s,
@@ -68,6 +68,16 @@ def dedup_settings(config: Config) -> DedupSettings:
             rise_z=som.rise_z,
             guard_points=som.guard_points,
             load_min_series=som.load_min_series,
+            merge_distance=som.merge_distance,
+            cascade_buckets=som.cascade_buckets,
+            relative_cap=som.relative_cap,
+            block_weights=(
+                blocks.shape,
+                blocks.variance,
+                blocks.position,
+                blocks.root_cause,
+                blocks.metric,
+            ),
         ),
         cost_shift=CostShiftSettings(
             domain_cost_ratio=cost.domain_cost_ratio,
@@ -75,9 +85,16 @@ def dedup_settings(config: Config) -> DedupSettings:
             custom_domains=tuple((d.name, d.regex) for d in cost.domains),
             alpha=cost.alpha,
             fallen_alpha=cost.fallen_alpha,
+            new_share=cost.new_share,
         )
         if cost.enabled
         else None,
         pairwise=pairwise,
         kdd18_bucket_s=written.kdd18_bucket_s,
+        merge_alpha=written.merge_alpha,
+        merge_min_points=written.merge_min_points,
+        kdd18_tolerance=written.kdd18_tolerance,
+        kdd18_explained_share=written.kdd18_explained_share,
+        kdd18_stack_weight=written.kdd18_stack_weight,
+        kdd18_relative_cap=written.kdd18_relative_cap,
     )

@@ -40,8 +40,8 @@ order:
 
 1. ``no change``: ``delta`` is 0 or not finite, or ``a <= 0`` on the shared points;
    ``no overlap``: no shared point on one side;
-2. ``new domain``: ``|S before| <= tiny`` or ``|domain before| <= tiny``, ``tiny = NEW_SHARE ×
-   |delta|`` — not a shift here (§5.4's first check);
+2. ``new domain``: ``|S before| <= tiny`` or ``|domain before| <= tiny``, ``tiny = new_share ×
+   |delta|`` (``CostShiftSettings.new_share``, 1%) — not a shift here (§5.4's first check);
 3. ``too large``: ``|domain before| > domain_cost_ratio × |delta|`` (§5.4's second check, as
    documented in ``CostShiftSettings``);
 4. ``too noisy``: ``a <= SE_d`` — the domain's change cannot be told from the candidate's own
@@ -106,7 +106,6 @@ __all__ = [
 ]
 
 STAGE = "cost_shift"
-NEW_SHARE = 0.01  # a level within 1% of |Δ| of zero did not exist before the change
 MAD_TO_SD = 1.4826
 WINSOR_SD = 5.0
 MAX_RHO = 0.95  # the lag-1 autocorrelation's cap: at most a 39x variance inflation
@@ -332,7 +331,7 @@ class _Judge:
         z_diff = _ratio(a - d, se_diff)
         z_negligible = _ratio(abs(d) - s.negligible_share * a, se_d)
         row.numbers = (a, se_a, d, se_d, se_diff, z_diff, z_negligible)
-        tiny = NEW_SHARE * scale
+        tiny = s.new_share * scale
         if not a > 0:
             row.check = "no change"
         elif abs(cand.mean_before) <= tiny or abs(row.before) <= tiny:
@@ -361,7 +360,7 @@ class _Judge:
             "candidate_delta": _plain(delta),
             "domain_cost_ratio": s.domain_cost_ratio,
             "negligible_share": s.negligible_share,
-            "new_share": NEW_SHARE,
+            "new_share": s.new_share,
             "alpha": s.alpha,
             "z": self.z,
             "fallen_alpha": s.fallen_alpha,

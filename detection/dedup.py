@@ -39,8 +39,21 @@ from regbot.detection.stack_dedup import stack_dedup
 @dataclass(frozen=True, slots=True)
 class DedupSettings:
     """``method``: "fbdetect" (SOMDedup + cost shift + PairwiseDedup) or "kdd18" (cost shift, then
-    the KDD'18 stack-trace deduplication); ``merge_gap_s``: change points of one series this
-    close are one regression."""
+    the KDD'18 stack-trace deduplication).
+
+    The same-regression merge (``regbot.detection.same_regression``): ``merge_gap_s``: change
+    points of one series this close are one regression; on a series with an earlier known
+    regression, a candidate is new only when its level is above the level since the known change
+    by a one-sided Mann–Whitney test at ``merge_alpha``, with ``merge_min_points`` points at
+    least on each side.
+
+    The KDD'18 method (``regbot.detection.stack_dedup``): ``kdd18_bucket_s``: change points this
+    close that share a stack are one bucket; ``kdd18_tolerance``: the greedy removal stops when
+    the remaining stacks weigh less than this share of the bucket; ``kdd18_explained_share``: a
+    node whose revised magnitude falls to this share of its own is explained;
+    ``kdd18_stack_weight``: a regression set scores its explained share minus this × its stack
+    share; ``kdd18_relative_cap``: the cap on a change point's relative magnitude (a subroutine
+    absent before its change counts as this)."""
 
     method: Literal["fbdetect", "kdd18"] = "fbdetect"
     merge_gap_s: float = 6 * 3600.0
@@ -48,6 +61,12 @@ class DedupSettings:
     cost_shift: CostShiftSettings | None = CostShiftSettings()  # None: the stage is off
     pairwise: PairwiseSettings = PairwiseSettings()
     kdd18_bucket_s: float = 600.0
+    merge_alpha: float = 0.01
+    merge_min_points: int = 3
+    kdd18_tolerance: float = 0.05
+    kdd18_explained_share: float = 0.1
+    kdd18_stack_weight: float = 0.5
+    kdd18_relative_cap: float = 100.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +94,7 @@ def deduplicate(
     duplicates: dict[str, list[str]] = defaultdict(list)
     funnel: dict[str, int] = {}
 
-    kept, merged = merge_same_regressions(candidates, known, settings.merge_gap_s)
+    kept, merged = merge_same_regressions(candidates, known, settings)
     removed += merged  # a twin shares its regression's id: the same regression, not a duplicate
     funnel["after_same_regression_merge"] = len(kept)
 
@@ -124,7 +143,7 @@ def deduplicate(
                     candidate.regression_id
                 )
     else:
-        judged = stack_dedup(kept, context, bucket_s=settings.kdd18_bucket_s)
+        judged = stack_dedup(kept, context, settings)
         kept = [c for c in judged if c.verdicts["stack_dedup"].passed]
         removed += [c for c in judged if not c.verdicts["stack_dedup"].passed]
         for candidate in kept:
@@ -175,7 +194,8 @@ def _cost_shift_stage(
         genuine_of[former.series_id] = [m for m in group if m.verdicts["cost_shift"].passed]
     standing = list(kept)
     genuine = [m for members in genuine_of.values() for m in members]
-    homes = rehome(genuine, [[r, *members_of.get(r.series_id, ())] for r in standing], context)
+    standing_groups = [[r, *members_of.get(r.series_id, ())] for r in standing]
+    homes = rehome(genuine, standing_groups, context, som)
     home_of = {m.series_id: home for m, home in zip(genuine, homes)}
     order = {c.series_id: i for i, c in enumerate(representatives + orphans)}
     for former, members in genuine_of.items():

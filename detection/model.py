@@ -480,7 +480,15 @@ class SomSettings:
     throughput series; an ancestor joins a leaf only when its rise exceeds what the candidates
     below it explain by at most ``rise_z`` standard errors. ``guard_points``: differences
     masked either side of a change; ``load_min_series``: the fewest series on one time axis
-    from which the fleet's load factor is estimated (fewer: none is removed)."""
+    from which the fleet's load factor is estimated (fewer: none is removed).
+
+    The map (``regbot.detection.som_dedup``): ``merge_distance``: tight units (every item this
+    close to the centroid) whose centroids are this close, by complete linkage, are one cell;
+    ``cascade_buckets``: change points this many buckets apart are one moment of a cascade (the
+    change-point location jitter of a noisy caller); ``relative_cap``: the ImportanceScore's
+    relative change is capped here (a new cost, with nothing before, counts as the cap);
+    ``block_weights``: the feature blocks' weights (shape, variance, position, root causes,
+    metric ID)."""
 
     weights: tuple[float, float, float, float] = (0.2, 0.6, 0.1, 0.1)
     epochs: int = 30
@@ -492,6 +500,10 @@ class SomSettings:
     rise_z: float = 3.0
     guard_points: int = 3
     load_min_series: int = 20
+    merge_distance: float = 0.5
+    cascade_buckets: int = 8
+    relative_cap: float = 10.0
+    block_weights: tuple[float, float, float, float, float] = (1.0, 0.5, 3.0, 0.2, 0.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -506,13 +518,16 @@ class CostShiftSettings:
     fallen as the regression rose (Bonferroni over the domain's other members); the regression
     and those members are then judged as a sub-domain. ``custom_domains``: (name, regex) pairs —
     subroutines matching the regex (``re.search``) form a domain, or, with a capture group, one
-    domain per captured value."""
+    domain per captured value. ``new_share``: a level (the regression's or the domain's before
+    the change) within ``new_share`` × |the regression's change| of zero did not exist before
+    the change, so the domain is new and no shift (§5.4's first check)."""
 
     domain_cost_ratio: float = 50.0
     negligible_share: float = 0.2
     custom_domains: tuple[tuple[str, str], ...] = ()
     alpha: float = 0.001
     fallen_alpha: float = 0.01
+    new_share: float = 0.01
 
 
 @dataclass(frozen=True, slots=True)

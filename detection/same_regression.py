@@ -34,6 +34,10 @@ Otherwise it is a new regression with a fresh id from its series, detector and c
 (``regression_id``), so the same input always gives the same id. The candidate's points are the
 run's (its windows, ``Candidate.times_s``/``values``, oriented): what is known from the state is
 only each regression's id, series and change time. O(candidates · (log known + points)).
+
+The constants are fields of ``regbot.detection.dedup.DedupSettings`` (``dedup:`` in regbot.yml):
+``gap_s`` is ``merge_gap_s`` (6 h), ``alpha`` is ``merge_alpha`` (1%) and ``min_points`` is
+``merge_min_points`` (3).
 """
 
 from __future__ import annotations
@@ -42,12 +46,16 @@ import bisect
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.stats import mannwhitneyu
 
 from regbot.detection.model import Candidate, Threshold, Verdict
 from regbot.detection.thresholds import threshold_verdict
+
+if TYPE_CHECKING:  # dedup imports this module
+    from regbot.detection.dedup import DedupSettings
 
 STAGE = "same_regression"
 
@@ -71,14 +79,14 @@ def regression_id(series_id: str, detector: str, change_time_s: float) -> str:
 def merge_same_regressions(
     candidates: list[Candidate],
     known: list[KnownRegression],
-    gap_s: float,
-    alpha: float = 0.01,
-    min_points: int = 3,
+    settings: DedupSettings,
     threshold: Threshold | None = None,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """(kept, merged): every candidate with its stable ``regression_id`` and a verdict; the
     merged ones are duplicates of a kept candidate of this run (the verdict names it).
-    ``alpha``, ``min_points`` and ``threshold``: rule 3 (module docstring)."""
+    ``settings``: its ``merge_gap_s`` (rules 1, 2 and 4), ``merge_alpha`` and
+    ``merge_min_points`` (rule 3); ``threshold``: rule 3 (module docstring)."""
+    gap_s, alpha, min_points = settings.merge_gap_s, settings.merge_alpha, settings.merge_min_points
     by_series: dict[str, list[KnownRegression]] = defaultdict(list)
     for regression in sorted(known, key=lambda r: (r.series_id, r.change_time_s, r.id)):
         by_series[regression.series_id].append(regression)

@@ -32,12 +32,13 @@ depend on the batch. Z-scoring over the batch would not do: a root-cause bit set
   projected on at most ``METRIC_COMPONENTS`` TruncatedSVD components (seeded). Norms stay in
   [0, 1] and the map stays cheap.
 
-Each block is multiplied by its ``BLOCK_WEIGHTS`` entry. A cascade (a leaf regression echoed
-into every caller's inclusive gCPU) is one change, at one time and with one shape, across
-*different* code. Shape and position are the evidence for it. Position weighs 3, so one point
-of a 24-point analysis window is 0.125 and a change 4 points away is 0.5. Metric ID and
-root-cause bits differ between a leaf and its callers by construction, so they only break
-near-ties (0.2; leaf and callers then differ by about 0.33).
+Each block is multiplied by its ``SomSettings.block_weights`` entry (1, 0.5, 3, 0.2, 0.2 in the
+order above). A cascade (a leaf regression echoed into every caller's inclusive gCPU) is one
+change, at one time and with one shape, across *different* code. Shape and position are the
+evidence for it. Position weighs 3 by default, so one point of a 24-point analysis window is
+0.125 and a change 4 points away is 0.5. Metric ID and root-cause bits differ between a leaf and
+its callers by construction, so they only break near-ties (0.2; leaf and callers then differ by
+about 0.33).
 
 **SOM** (``train_som``): a batch SOM on an L×L grid, L = ⌈n^¼⌉, written here instead of taken
 from a library. Each epoch assigns every item to its best-matching unit at once (one matrix
@@ -49,17 +50,16 @@ Gaussian; its radius falls linearly from L/2 to 0.5 over the epochs. Units start
 of the first two principal components (±1 std along each), or on seeded random items when the
 features have no variance.
 
-**Cells.** A SOM always uses all of its L² units, so it splits a lone tight group: in 60
-seeded trials, a lone cascade of 2 to 21 candidates (a 2×2 or 3×3 map) was never in a single
-unit. Units are therefore merged, but only *tight* ones: a unit is tight when all its items
-are within ``MERGE_DISTANCE`` (0.5) of its centroid. Tight units whose centroids are within
-0.5 of each other, by complete linkage, form one cell, so no chains form. This costs
+**Cells.** A SOM always uses all of its L² units, so it splits a lone tight group: in 60 seeded
+trials, a lone cascade of 2 to 21 candidates (a 2×2 or 3×3 map) was never in a single unit.
+Units are therefore merged, but only *tight* ones: a unit is tight when all its items are within
+``SomSettings.merge_distance`` (0.5) of its centroid. Tight units whose centroids are within
+that distance of each other, by complete linkage, form one cell, so no chains form. This costs
 O(n · d + L⁴ · d) = O(n · d). A unit that holds a spread of items is left as the map made it.
-The resolution this sets: with position weighing 3, changes of one shape less than about a
-sixth of the analysis window apart (4 points of 24) can share a cell. 10,000 candidates from
-479 cascades at 22 change hours and 3 shapes went from 98 units to 12 cells. A verdict reports
-the representative's unit as ``cell``; the representative's verdict also lists the merged
-``units``.
+The resolution this sets: with position weighing 3, changes of one shape less than about a sixth
+of the analysis window apart (4 points of 24) can share a cell. 10,000 candidates from 479
+cascades at 22 change hours and 3 shapes went from 98 units to 12 cells. A verdict reports the
+representative's unit as ``cell``; the representative's verdict also lists the merged ``units``.
 
 **Stack groups** (``stack_links``; regbot's addition to §5.5.1). After a
 deploy every commit lands at once, so independent regressions of one deploy share time and
@@ -73,8 +73,8 @@ group is judged, and can be removed, through its representative alone. Groups ar
 built from leaf-to-ancestor links, never across siblings:
 
 * *moment*: candidates connected through shared stacks (directly or through others) whose change
-  points chain within ``CASCADE_BUCKETS`` (8) buckets of each other, the change-point location
-  jitter of a noisy caller. Links only join candidates of one moment.
+  points chain within ``SomSettings.cascade_buckets`` (8) buckets of each other, the
+  change-point location jitter of a noisy caller. Links only join candidates of one moment.
 * *ancestor*: of two candidates of one moment that share stacks, the one in the other's
   ``context.callers`` (and not the reverse) is the other's ancestor; without that evidence (no
   callers, or each in the other's: recursion) the one with more samples, then the larger
@@ -111,8 +111,8 @@ and ``reelect`` elects the next representative (see ``regbot.detection.dedup``).
 w4·root-cause-found, over each member's credited change. Each term is in [0, 1], so that the
 weights (0.2/0.6/0.1/0.1) mean what they say:
 
-* relative: credited change / |mean before|, capped at ``RELATIVE_CAP`` (the cap when the level
-  before is 0, which is a new cost), divided by the group's largest;
+* relative: credited change / |mean before|, capped at ``SomSettings.relative_cap`` (10; the
+  cap when the level before is 0, which is a new cost), divided by the group's largest;
 * absolute: credited change divided by the group's largest |credited change|;
 * popularity: ``context.popularity`` of the subroutine, 0 for non-gCPU series and unknown
   subroutines (the paper prefers less widely invoked subroutines);
@@ -151,9 +151,7 @@ from regbot.detection.shared_cause import LoadFactor, load_over_windows
 from regbot.errors import InputError
 
 __all__ = [
-    "BLOCK_WEIGHTS",
-    "CASCADE_BUCKETS",
-    "MERGE_DISTANCE",
+    "BLOCK_NAMES",
     "Election",
     "StackLinks",
     "elect",
@@ -176,9 +174,7 @@ SEGMENT_POINTS = 64
 VARIANCE_CLIP = 3.0
 GUARD_POINTS = 2
 METRIC_COMPONENTS = 16
-RELATIVE_CAP = 10.0
-BLOCK_WEIGHTS = {"shape": 1.0, "variance": 0.5, "position": 3.0, "root_cause": 0.2, "metric": 0.2}
-MERGE_DISTANCE = 0.5
+BLOCK_NAMES = ("shape", "variance", "position", "root_cause", "metric")  # block_weights' order
 FINAL_RADIUS = 0.5
 BMU_CHUNK = 8192
 
@@ -285,13 +281,15 @@ def _merged_cells(features: np.ndarray, bmu: np.ndarray, threshold: float) -> np
 
 
 def som_features(
-    candidates: Sequence[Candidate], context: DedupContext, fourier_terms: int, seed: int
+    candidates: Sequence[Candidate], context: DedupContext, settings: SomSettings
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(n, d) features: the blocks of the module docstring, each times its ``BLOCK_WEIGHTS``
-    entry, in the order shape, variance, position, root causes, metric ID; and the (n, commits)
-    root-cause bitmap as booleans. ``seed`` drives the metric ID's TruncatedSVD."""
+    """(n, d) features: the blocks of the module docstring, each times its
+    ``settings.block_weights`` entry, in the order shape, variance, position, root causes,
+    metric ID (``BLOCK_NAMES``); and the (n, commits) root-cause bitmap as booleans. Also
+    ``settings.fourier_terms`` magnitudes; ``settings.seed`` drives the metric ID's
+    TruncatedSVD."""
     n = len(candidates)
-    terms = max(fourier_terms, 0)
+    terms = max(settings.fourier_terms, 0)
     points = max(SEGMENT_POINTS, 2 * terms + 2)
     shape = np.zeros((n, terms))
     variance = np.zeros((n, 1))
@@ -321,9 +319,10 @@ def som_features(
         "variance": variance,
         "position": position,
         "root_cause": bits,
-        "metric": _metric_block([c.series_id for c in candidates], seed),
+        "metric": _metric_block([c.series_id for c in candidates], settings.seed),
     }
-    return np.hstack([BLOCK_WEIGHTS[name] * block for name, block in blocks.items()]), bitmap
+    weight = dict(zip(BLOCK_NAMES, settings.block_weights))
+    return np.hstack([weight[name] * block for name, block in blocks.items()]), bitmap
 
 
 def _variance_ratio(values: np.ndarray, change_index: int) -> float:
@@ -372,21 +371,23 @@ def importance_scores(
     root_cause_found: np.ndarray,
     weights: tuple[float, float, float, float],
     changes: np.ndarray | None = None,
+    *,
+    relative_cap: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """ImportanceScore of candidates compared with each other (one group), given each one's
     popularity (n,), whether a root cause was found (n,) bool and the change each one is
     credited with in the group (n,; None: its own delta; see "Stack groups"): (n,) scores and
-    the (n, 4) terms (relative change, absolute change, 1 − popularity, root cause found), each
-    in [0, 1]; see the module docstring."""
+    the (n, 4) terms (relative change, capped at ``relative_cap``, absolute change,
+    1 − popularity, root cause found), each in [0, 1]; see the module docstring."""
     delta = (
         np.array([c.delta for c in candidates], dtype=np.float64)
         if changes is None
         else np.asarray(changes, dtype=np.float64)
     )
     before = np.abs(np.array([c.mean_before for c in candidates], dtype=np.float64))
-    new_cost = np.where(delta > 0, RELATIVE_CAP, 0.0)
+    new_cost = np.where(delta > 0, relative_cap, 0.0)
     relative = np.where(before > 0, delta / np.where(before > 0, before, 1.0), new_cost)
-    relative = np.clip(relative, 0.0, RELATIVE_CAP)
+    relative = np.clip(relative, 0.0, relative_cap)
     largest_delta = float(np.abs(delta).max(initial=0.0))
     terms = np.column_stack(
         [
@@ -435,10 +436,12 @@ def elect(
     the stack links among the group's own members decide them); ties go to the lower
     popularity, then the smaller series id, then the earlier member."""
     if credited is None:
-        credited = stack_links(group, context).credited
+        credited = stack_links(group, context, settings).credited
     popularity = np.array([series_popularity(c.series_id, context) for c in group])
     found = root_cause_bitmap(group, context).any(axis=1)
-    scores, terms = importance_scores(group, popularity, found, settings.weights, credited)
+    scores, terms = importance_scores(
+        group, popularity, found, settings.weights, credited, relative_cap=settings.relative_cap
+    )
     best = min(
         range(len(group)),
         key=lambda k: (-scores[k], popularity[k], group[k].series_id, k),
@@ -447,9 +450,6 @@ def elect(
 
 
 # --- stack groups ---------------------------------------------------------------------------
-
-CASCADE_BUCKETS = 8  # change points this many buckets apart are one moment (location jitter)
-
 
 @dataclass(frozen=True, slots=True)
 class StackLinks:
@@ -463,8 +463,11 @@ class StackLinks:
     credited: np.ndarray
 
 
-def stack_links(candidates: Sequence[Candidate], context: DedupContext) -> StackLinks:
-    """Leaf-to-ancestor links among ``candidates`` (module docstring, "Stack groups").
+def stack_links(
+    candidates: Sequence[Candidate], context: DedupContext, settings: SomSettings
+) -> StackLinks:
+    """Leaf-to-ancestor links among ``candidates`` (module docstring, "Stack groups"); change
+    points chain into one moment within ``settings.cascade_buckets`` buckets.
 
     One sparse product gives, for every pair sharing a stack, the weight of one's samples on
     stacks that also hold the other: O(Σ over stacks of (candidates holding it)²), then a pass
@@ -498,7 +501,7 @@ def stack_links(candidates: Sequence[Candidate], context: DedupContext) -> Stack
 
     subs = [subroutine_of_series(candidates[i].series_id) or "" for i in rows]
     names = [candidates[i].series_id for i in rows]
-    moment = _moments([candidates[i] for i in rows], inside)
+    moment = _moments([candidates[i] for i in rows], inside, settings.cascade_buckets)
 
     def above(upper: int, lower: int) -> bool:
         """``upper`` is an ancestor of ``lower`` (positions in ``rows``)."""
@@ -528,15 +531,17 @@ def stack_links(candidates: Sequence[Candidate], context: DedupContext) -> Stack
     return StackLinks(head, credited)
 
 
-def _moments(candidates: Sequence[Candidate], inside: sparse.coo_matrix) -> np.ndarray:
+def _moments(
+    candidates: Sequence[Candidate], inside: sparse.coo_matrix, cascade_buckets: int
+) -> np.ndarray:
     """Per candidate, its moment: candidates connected through shared stacks (``inside``'s
-    pattern, directly or through others) whose change points chain within ``CASCADE_BUCKETS``
+    pattern, directly or through others) whose change points chain within ``cascade_buckets``
     buckets of each other (sorted by change time, a larger gap starts a new moment)."""
     k = len(candidates)
     _, component = connected_components(inside, directed=False)
     times = candidates[0].times_s
     spacing = float(np.median(np.diff(times))) if len(times) > 1 else 0.0
-    tolerance = CASCADE_BUCKETS * spacing
+    tolerance = cascade_buckets * spacing
     change = np.array([c.change_time_s for c in candidates])
     order = np.lexsort((change, component))
     gap = np.diff(change[order]) > tolerance
@@ -616,7 +621,10 @@ def reelect(
 
 
 def rehome(
-    orphans: Sequence[Candidate], groups: Sequence[Sequence[Candidate]], context: DedupContext
+    orphans: Sequence[Candidate],
+    groups: Sequence[Sequence[Candidate]],
+    context: DedupContext,
+    settings: SomSettings,
 ) -> list[int]:
     """Per orphan (a member of a group whose representative the cost-shift check removed, not a
     cost shift itself), the index in ``groups`` (the groups that stand, each a list of members)
@@ -626,7 +634,7 @@ def rehome(
     that group; one that heads itself, or is headed by another orphan, gets -1."""
     pool = [*orphans, *(member for group in groups for member in group)]
     owner = [-1] * len(orphans) + [g for g, group in enumerate(groups) for _ in group]
-    head = stack_links(pool, context).head
+    head = stack_links(pool, context, settings).head
     return [owner[int(head[i])] if head[i] >= 0 else -1 for i in range(len(orphans))]
 
 
@@ -663,15 +671,15 @@ def _kind_verdicts(
     load: LoadFactor | None,
 ) -> list[Verdict]:
     side = grid_side(len(candidates))
-    features, _ = som_features(candidates, context, settings.fourier_terms, settings.seed)
+    features, _ = som_features(candidates, context, settings)
     _, bmu = train_som(features, side, settings.epochs, settings.seed)
-    links = stack_links(candidates, context)
-    cells = _merged_cells(features, bmu, MERGE_DISTANCE)
+    links = stack_links(candidates, context, settings)
+    cells = _merged_cells(features, bmu, settings.merge_distance)
     times = candidates[0].times_s
     spacing = float(np.median(np.diff(times))) if len(times) > 1 else 0.0
     found = cause_groups(
         candidates, cells, links.head, links.credited, context, settings, load,
-        CASCADE_BUCKETS * spacing,
+        settings.cascade_buckets * spacing,
     )
     labels = found.labels
     verdicts: dict[int, Verdict] = {}
@@ -754,3 +762,12 @@ def _validate(settings: SomSettings) -> None:
         raise InputError("SomSettings.rise_z", "a finite number", settings.rise_z)
     if settings.guard_points < 0:
         raise InputError("SomSettings.guard_points", "0 or more", settings.guard_points)
+    if not (math.isfinite(settings.merge_distance) and settings.merge_distance >= 0):
+        raise InputError("SomSettings.merge_distance", "a number >= 0", settings.merge_distance)
+    if settings.cascade_buckets < 0:
+        raise InputError("SomSettings.cascade_buckets", "0 or more", settings.cascade_buckets)
+    if not (math.isfinite(settings.relative_cap) and settings.relative_cap > 0):
+        raise InputError("SomSettings.relative_cap", "a number > 0", settings.relative_cap)
+    blocks = settings.block_weights
+    if len(blocks) != len(BLOCK_NAMES) or not all(math.isfinite(w) and w >= 0 for w in blocks):
+        raise InputError("SomSettings.block_weights", "five finite numbers >= 0", blocks)

@@ -1,9 +1,10 @@
 """Stack-trace deduplication (KDD'18 §2.3): keep the few regressions that explain the others.
 
 The alternative to SOMDedup + PairwiseDedup that the configuration can choose. Following the
-paper, for gCPU candidates with stacks (``DedupContext.stacks`` of their subroutine):
+paper, for gCPU candidates with stacks (``DedupContext.stacks`` of their subroutine), with the
+``kdd18_*`` fields of ``regbot.detection.dedup.DedupSettings`` (``dedup.kdd18_*`` in regbot.yml):
 
-1. **Buckets.** Two change points are linked when they happened within ``bucket_s`` (10
+1. **Buckets.** Two change points are linked when they happened within ``kdd18_bucket_s`` (10
    minutes) of each other *and* their subroutines share a stack; buckets are the connected
    components (single linkage, so a chain of close change points is one bucket). Found per
    stack over the change points sorted by time, so O(S log S) in the stack memberships S.
@@ -18,22 +19,23 @@ paper, for gCPU candidates with stacks (``DedupContext.stacks`` of their subrout
    and every remaining node ``j`` has its magnitude revised down by its membership in them:
    ``m_j -= m_x · w(S_j ∩ X) / w(X)`` with ``m_x`` x's revised magnitude — x's regression is
    spread over its samples, and the part on j's samples is j's too. A node is explained, and
-   dropped, when its revised magnitude falls to ``explained_share`` (10%) of its own or when
-   none of its stacks remain. The iteration stops when the remaining stacks of the remaining
-   nodes weigh less than ``tolerance`` (5%) of the bucket. Magnitudes are oriented deltas (gCPU
-   shares), negatives counted as 0.
+   dropped, when its revised magnitude falls to ``kdd18_explained_share`` (10%) of its own or
+   when none of its stacks remain. The iteration stops when the remaining stacks of the
+   remaining nodes weigh less than ``kdd18_tolerance`` (5%) of the bucket. Magnitudes are
+   oriented deltas (gCPU shares), negatives counted as 0.
 4. **Every starting point** gives a candidate regression set; the best maximises
-   ``explained − stack_weight × stacks`` (``stack_weight`` 0.5): ``explained`` is the share of
-   the bucket's change explained by the set, each change point weighted by its *relative*
-   magnitude (delta / mean before, capped at ``RELATIVE_CAP``) and counted by the fraction of
-   its magnitude the set accounts for (members count fully); ``stacks`` is the share of the
+   ``explained − stack_weight × stacks`` (``kdd18_stack_weight`` 0.5): ``explained`` is the
+   share of the bucket's change explained by the set, each change point weighted by its
+   *relative* magnitude (delta / mean before, capped at ``kdd18_relative_cap``, 100: a
+   subroutine absent before its change counts as a +10,000% change) and counted by the fraction
+   of its magnitude the set accounts for (members count fully); ``stacks`` is the share of the
    bucket's stack weight the set's members represent. Relative weights keep a broad function
    (init: large baseline, small relative change) from being preferred for explaining everything;
    the stack term keeps sets specific; a low-level function (a database call) that regressed
-   because a parent called it more is explained by the parent only in proportion to the share
-   of the parent's samples that pass through it, so it may be kept beside the parent — the
-   stack shares hold no per-stack change to tell better. Ties: deeper sets first
-   (more bucket nodes among the members' ``DedupContext.callers``), then the earlier start.
+   because a parent called it more is explained by the parent only in proportion to the share of
+   the parent's samples that pass through it, so it may be kept beside the parent — the stack
+   shares hold no per-stack change to tell better. Ties: deeper sets first (more bucket nodes
+   among the members' ``DedupContext.callers``), then the earlier start.
 
 Selected nodes pass; the others are removed with ``explained_by``, the selected node that cut
 their magnitude most. Candidates that are not gCPU series with stacks pass with ``bucket`` None.
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import sparse
@@ -60,25 +63,20 @@ from regbot.detection.model import (
     subroutine_of_series,
 )
 
+if TYPE_CHECKING:  # dedup imports this module
+    from regbot.detection.dedup import DedupSettings
+
 __all__ = ["bucket_change_points", "stack_dedup"]
 
 STAGE = "stack_dedup"
-TOLERANCE = 0.05
-EXPLAINED_SHARE = 0.1
-STACK_WEIGHT = 0.5
-RELATIVE_CAP = 100.0  # a subroutine absent before its change counts as a +10,000% change
 
 
 def stack_dedup(
-    candidates: list[Candidate],
-    context: DedupContext,
-    *,
-    bucket_s: float = 600.0,
-    tolerance: float = TOLERANCE,
-    explained_share: float = EXPLAINED_SHARE,
-    stack_weight: float = STACK_WEIGHT,
+    candidates: list[Candidate], context: DedupContext, settings: DedupSettings
 ) -> list[Candidate]:
-    """Every candidate with a ``stack_dedup`` verdict, in input order (see the module docstring)."""
+    """Every candidate with a ``stack_dedup`` verdict, in input order (see the module docstring;
+    only the ``kdd18_*`` fields of ``settings`` are read)."""
+    bucket_s = settings.kdd18_bucket_s
     nodes, shares = [], []
     for i, candidate in enumerate(candidates):
         subroutine = subroutine_of_series(candidate.series_id)
@@ -92,9 +90,7 @@ def stack_dedup(
     )
     for number, bucket in enumerate(buckets):
         members = [candidates[nodes[p]] for p in bucket]
-        resolved = _resolve(
-            members, [shares[p] for p in bucket], context, tolerance, explained_share, stack_weight
-        )
+        resolved = _resolve(members, [shares[p] for p in bucket], context, settings)
         for k, p in enumerate(bucket):
             verdicts[nodes[p]] = resolved.verdict(k, number, members, bucket_s)
     unused = Verdict(
@@ -195,9 +191,7 @@ def _resolve(
     members: list[Candidate],
     shares: list[StackShare],
     context: DedupContext,
-    tolerance: float,
-    explained_share: float,
-    stack_weight: float,
+    settings: DedupSettings,
 ) -> _Resolution:
     k = len(members)
     ids = np.unique(np.concatenate([np.asarray(s.stack_ids, dtype=np.int64) for s in shares]))
@@ -214,7 +208,7 @@ def _resolve(
         relative = np.where(
             baseline > 0, magnitude / baseline, np.where(magnitude > 0, np.inf, 0.0)
         )
-    relative = np.minimum(relative, RELATIVE_CAP)
+    relative = np.minimum(relative, settings.kdd18_relative_cap)
     subroutines = [subroutine_of_series(c.series_id) or "" for c in members]
     below = np.array(
         [
@@ -223,8 +217,15 @@ def _resolve(
         ]
     )
     problem = _Problem.build(
-        incidence, weight, magnitude, relative, below, tolerance, explained_share
+        incidence,
+        weight,
+        magnitude,
+        relative,
+        below,
+        settings.kdd18_tolerance,
+        settings.kdd18_explained_share,
     )
+    stack_weight = settings.kdd18_stack_weight
     attempts = [problem.attempt(start) for start in range(k)]
     best = max(attempts, key=lambda a: (round(a.score(stack_weight), 12), a.depth, -a.start))
     return _Resolution(

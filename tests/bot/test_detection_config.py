@@ -189,6 +189,46 @@ def test_the_dedup_and_cost_shift_evidence_keys_reach_the_stages():
     assert given.kdd18_bucket_s == 300.0
 
 
+def test_the_constants_moved_out_of_the_dedup_modules_reach_the_stages():
+    """What used to be module constants of same_regression, stack_dedup, som_dedup and
+    cost_shift: read from regbot.yml, defaults from the dataclasses (the paper's values)."""
+    defaults = dedup(None)
+    assert (defaults.merge_alpha, defaults.merge_min_points) == (0.01, 3)
+    assert (defaults.kdd18_tolerance, defaults.kdd18_explained_share) == (0.05, 0.1)
+    assert (defaults.kdd18_stack_weight, defaults.kdd18_relative_cap) == (0.5, 100.0)
+    assert (defaults.som.merge_distance, defaults.som.cascade_buckets) == (0.5, 8)
+    assert defaults.som.relative_cap == 10.0
+    assert defaults.som.block_weights == (1.0, 0.5, 3.0, 0.2, 0.2)
+    assert defaults.cost_shift is not None and defaults.cost_shift.new_share == 0.01
+    given = dedup(
+        {
+            "dedup": {
+                "merge_alpha": "1e-3",
+                "merge_min_points": 5,
+                "kdd18_tolerance": 0.1,
+                "kdd18_explained_share": 0.2,
+                "kdd18_stack_weight": 0.25,
+                "kdd18_relative_cap": 50,
+                "som": {
+                    "merge_distance": 0.75,
+                    "cascade_buckets": 4,
+                    "relative_cap": 20,
+                    "block_weights": {"position": 2, "metric": 0},
+                },
+            },
+            "cost_shift": {"new_share": 0.05},
+        }
+    )
+    assert (given.merge_alpha, given.merge_min_points) == (0.001, 5)
+    assert (given.kdd18_tolerance, given.kdd18_explained_share) == (0.1, 0.2)
+    assert (given.kdd18_stack_weight, given.kdd18_relative_cap) == (0.25, 50.0)
+    assert (given.som.merge_distance, given.som.cascade_buckets) == (0.75, 4)
+    assert given.som.relative_cap == 20.0
+    assert given.som.block_weights == (1.0, 0.5, 2.0, 0.2, 0.0)
+    assert given.cost_shift is not None and given.cost_shift.new_share == 0.05
+    assert given.merge_gap_s == defaults.merge_gap_s and given.som.rise_z == defaults.som.rise_z
+
+
 def nested(where: str, value: object) -> dict:
     """``{"a": {"b": value}}`` from ``"a.b"``."""
     data: object = value
@@ -214,6 +254,18 @@ def nested(where: str, value: object) -> dict:
         ("dedup.pairwise.rise_z", -1),
         ("dedup.pairwise.rules", []),
         ("cost_shift.fallen_alpha", 1),
+        ("cost_shift.new_share", -0.01),
+        ("dedup.merge_alpha", 0),
+        ("dedup.merge_min_points", 0),
+        ("dedup.kdd18_tolerance", 1.5),
+        ("dedup.kdd18_explained_share", -0.1),
+        ("dedup.kdd18_stack_weight", "heavy"),
+        ("dedup.kdd18_relative_cap", 0),
+        ("dedup.som.merge_distance", -0.5),
+        ("dedup.som.cascade_buckets", 2.5),
+        ("dedup.som.relative_cap", 0),
+        ("dedup.som.block_weights.position", -3),
+        ("dedup.som.block_weights.time", 1),
     ],
 )
 def test_bad_new_values_name_the_key(where, value):

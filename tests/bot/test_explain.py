@@ -250,11 +250,16 @@ def test_the_settings_in_force_are_echoed(detect_state: dict, tmp_path: Path) ->
     assert settings["detection"]["fleet_load"]["min_t"] == 5.0
     assert settings["dedup"]["som"]["evidence_alpha"] == 0.05
     assert settings["dedup"]["cost_shift"]["fallen_alpha"] == 0.01
+    assert settings["dedup"]["cost_shift"]["new_share"] == 0.01
+    assert settings["dedup"]["som"]["merge_distance"] == 0.5
+    assert settings["dedup"]["som"]["block_weights"] == [1.0, 0.5, 3.0, 0.2, 0.2]
+    assert (settings["dedup"]["merge_alpha"], settings["dedup"]["kdd18_tolerance"]) == (0.01, 0.05)
     config = tmp_path / "regbot.yml"
     config.write_text(
         f"state: {detect_state['state']}\n"
         "detection: {change_point: {multiple_testing: none}, fleet_load: {min_t: 7}}\n"
-        "dedup: {pairwise: {cross_kind_correlation: 0.4}}\ncost_shift: {enabled: false}\n"
+        "dedup: {pairwise: {cross_kind_correlation: 0.4}, kdd18_stack_weight: 0.25,\n"
+        "  som: {cascade_buckets: 5}}\ncost_shift: {enabled: false}\n"
     )
     code, out, err = explain(rid, "-c", str(config), "--json")
     assert code == 0, err
@@ -264,12 +269,15 @@ def test_the_settings_in_force_are_echoed(detect_state: dict, tmp_path: Path) ->
     assert settings["detection"]["fleet_load"]["min_t"] == 7.0
     assert settings["dedup"]["pairwise"]["cross_kind_correlation"] == 0.4
     assert settings["dedup"]["cost_shift"] is None
+    assert settings["dedup"]["kdd18_stack_weight"] == 0.25
+    assert settings["dedup"]["som"]["cascade_buckets"] == 5
     code, out, err = explain(rid, "-c", str(config), width=400)
     assert code == 0, err
     assert f"settings (from {config})" in out
     assert re.search(r"change_point\s+alpha 0\.01 · max_iterations 10 ·", out)
     assert "multiple_testing none" in out and "min_t 7" in out
     assert re.search(r"cost_shift\s+off", out)
+    assert "kdd18_stack_weight 0.25" in out and "cascade_buckets 5" in out
 
 
 def test_a_som_duplicate_points_to_its_representative(run_state: dict) -> None:

@@ -7,6 +7,7 @@ so ``values[:CHANGE]`` is before and ``values[CHANGE:]`` after.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -241,6 +242,17 @@ def test_new_subroutine_is_not_a_cost_shift() -> None:
         verdict = judge(series, X)
         assert verdict.passed
         assert plain(verdict)["domain_checks"] == ["new domain"]
+
+
+def test_the_new_share_comes_from_the_settings() -> None:
+    """``CostShiftSettings.new_share`` (1%) decides what counts as a new domain."""
+    series = class_scenario(0, -D)
+    numbers = plain(judge(series, X))
+    assert numbers["domain_checks"] == ["shift"] and numbers["new_share"] == 0.01
+    wide = replace(SETTINGS, new_share=5.0)  # Cart.add's 0.02 before is within 5 × 0.005 of 0
+    verdict = judge(series, X, wide)
+    assert verdict.passed and plain(verdict)["domain_checks"] == ["new domain"]
+    assert plain(verdict)["new_share"] == 5.0
 
 
 def test_commit_domain() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -332,6 +333,7 @@ def test_importance_scores_by_hand() -> None:
         np.array([0.1, 0.4, 0.0, 0.0]),
         np.array([False, True, False, False]),
         (0.2, 0.6, 0.1, 0.1),
+        relative_cap=SETTINGS.relative_cap,
     )
     # relative: 0.5, 0.25, cap 10 (a new cost), 0 (an improvement) over the largest, 10;
     # absolute: 0.5, 1.0, 0.25, 0 over the largest |delta|, 1.0
@@ -417,6 +419,36 @@ def test_settings_are_validated() -> None:
         som_dedup([twin("gcpu:a (x.py)")], DedupContext(), SomSettings(epochs=0))
     with pytest.raises(InputError, match="SomSettings.weights"):
         som_dedup([twin("gcpu:a (x.py)")], DedupContext(), SomSettings(weights=(1.0, 2.0)))  # type: ignore[arg-type]
+    for field, value in (
+        ("merge_distance", -0.1),
+        ("cascade_buckets", -1),
+        ("relative_cap", 0.0),
+        ("block_weights", (1.0, 0.5, 3.0)),
+        ("block_weights", (1.0, 0.5, -3.0, 0.2, 0.2)),
+    ):
+        with pytest.raises(InputError, match=f"SomSettings.{field}"):
+            som_dedup([twin("gcpu:a (x.py)")], DedupContext(), replace(SETTINGS, **{field: value}))
+
+
+def test_the_map_constants_come_from_the_settings() -> None:
+    """``merge_distance``, ``block_weights`` and ``relative_cap`` reach the stage (their
+    defaults, 0.5, (1, 0.5, 3, 0.2, 0.2) and 10, are what the other tests run with)."""
+    rng = np.random.default_rng(11)
+    candidates, popularity = cascade(
+        rng, "leaf (a.py)", "caller_{k} (b.py)", N_HIST + 8, "step", 12
+    )
+    context = DedupContext(popularity=popularity)
+    assert len(set(cells_of(som_dedup(candidates, context, SETTINGS)))) == 1
+    apart = som_dedup(candidates, context, replace(SETTINGS, merge_distance=0.0))
+    assert len(set(cells_of(apart))) > 1  # no unit merges: the map's own split stays
+    features, _ = som.som_features(candidates, context, SETTINGS)
+    doubled = replace(SETTINGS, block_weights=tuple(2 * w for w in SETTINGS.block_weights))
+    np.testing.assert_allclose(som.som_features(candidates, context, doubled)[0], 2 * features)
+    new_cost = make_candidate("gcpu:new (n.py)", np.r_[np.zeros(N_HIST), np.ones(48)], N_HIST)
+    grown = make_candidate("gcpu:old (o.py)", np.r_[np.ones(N_HIST), np.full(48, 1.5)], N_HIST)
+    for cap in (SETTINGS.relative_cap, 1.0):
+        election = elect([new_cost, grown], DedupContext(), replace(SETTINGS, relative_cap=cap))
+        np.testing.assert_allclose(election.terms[:, 0], [1.0, 0.5 / cap])
 
 
 # --- stack groups: leaf-to-ancestor links ---------------------------------------------------
@@ -478,7 +510,7 @@ def test_a_caller_of_two_unrelated_leaves_does_not_join_them(callers: bool) -> N
 
 def test_stack_links_by_hand() -> None:
     candidates, context = two_leaves_under_one_caller(0, 0.5, 0.3)
-    links = stack_links(candidates, context)
+    links = stack_links(candidates, context, SETTINGS)
     assert links.head.tolist() == [0, 1, 0]
     delta = [c.delta for c in candidates]
     assert links.credited[:2].tolist() == delta[:2]
@@ -488,21 +520,23 @@ def test_stack_links_by_hand() -> None:
         callers=context.callers,
         stacks={**context.stacks, CALLER: StackShare(np.array([1, 3, 4, 5]), np.full(4, 10.0))},
     )
-    links = stack_links(candidates, half)
+    links = stack_links(candidates, half, SETTINGS)
     assert links.head.tolist() == [0, 1, 1]  # now encode's whole rise comes closer
     assert links.credited[2] == pytest.approx(min(delta[2], delta[1]))
     # A candidate without stacks has no head and keeps its delta.
     qps = make_candidate("qps:svc", candidates[0].values, N_HIST + 6, kind="throughput")
-    links = stack_links([*candidates, qps], context)
+    links = stack_links([*candidates, qps], context, SETTINGS)
     assert links.head[3] == -1 and links.credited[3] == qps.delta
 
 
 def test_an_ancestor_changing_at_another_moment_is_its_own_group() -> None:
     candidates, context = two_leaves_under_one_caller(3, 0.5, 0.3)
-    late = N_HIST + 6 + som.CASCADE_BUCKETS + 4
+    late = N_HIST + 6 + SETTINGS.cascade_buckets + 4
     values = candidates[2].values.copy()
     candidates[2] = make_candidate(candidates[2].series_id, values, late)
-    links = stack_links(candidates, context)
+    links = stack_links(candidates, context, SETTINGS)
     assert links.head.tolist() == [0, 1, 2]
+    wider = replace(SETTINGS, cascade_buckets=SETTINGS.cascade_buckets + 8)
+    assert stack_links(candidates, context, wider).head.tolist() == [0, 1, 0]  # one moment again
     out = som_dedup(candidates, context, SETTINGS)
     assert all(c.verdicts["som_dedup"].passed for c in out)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from regbot.detection.cascades import tree_stack_shares
+from regbot.detection.dedup import DedupSettings
 from regbot.detection.model import Candidate, DedupContext, WindowBounds
 from regbot.detection.stack_dedup import _Attempt, _Problem, bucket_change_points, stack_dedup
 
@@ -68,8 +69,10 @@ def candidate(subroutine: str, delta: float, minutes: float = 0.0, *, before=Non
     )
 
 
-def judged(candidates, context=CONTEXT, **kwargs):
-    return [c.verdicts["stack_dedup"] for c in stack_dedup(candidates, context, **kwargs)]
+def judged(candidates, context=CONTEXT, **settings):
+    """The verdicts with ``DedupSettings(**settings)`` (its ``kdd18_*`` fields)."""
+    verdicts = stack_dedup(candidates, context, DedupSettings(**settings))
+    return [c.verdicts["stack_dedup"] for c in verdicts]
 
 
 def test_a_caller_is_explained_by_its_leaf() -> None:
@@ -128,6 +131,23 @@ def test_change_points_bucket_within_ten_minutes(minutes: float, together: bool)
     leaf, caller = judged([candidate(LEAF, 0.01), candidate(CALLER, 0.01, minutes)])
     assert (leaf.numbers["bucket"] == caller.numbers["bucket"]) is together
     assert caller.passed is not together
+
+
+def test_the_kdd18_constants_come_from_the_dedup_settings() -> None:
+    """``DedupSettings.kdd18_*`` reach the stage: the bucket, the explained share, the stack
+    term's weight and the relative cap (their defaults are the tests above)."""
+    near = [candidate(LEAF, 0.01), candidate(CALLER, 0.01, 9.0)]
+    leaf, caller = judged(near, kdd18_bucket_s=300.0)
+    assert leaf.numbers["bucket"] != caller.numbers["bucket"] and caller.passed
+    own = [candidate(LEAF, 0.01), candidate(CALLER, 0.03, 2.0)]
+    leaf, caller = judged(own, kdd18_explained_share=0.7)  # 0.02 of 0.03 left: explained
+    assert not leaf.passed and caller.numbers["regression_set"] == [f"gcpu:{CALLER}"]
+    leaf, _ = judged(own, kdd18_stack_weight=0.0)
+    assert leaf.numbers["set_score"] == pytest.approx(1.0)
+    (new,) = judged([candidate(LEAF, 0.01, before=0.0)], kdd18_relative_cap=7.0)
+    assert new.numbers["relative_change"] == 7.0
+    (new,) = judged([candidate(LEAF, 0.01, before=0.0)])
+    assert new.numbers["relative_change"] == DedupSettings().kdd18_relative_cap == 100.0
 
 
 def test_buckets_link_in_a_chain_and_need_a_shared_stack() -> None:
