@@ -64,21 +64,32 @@ POWER_STEPS = 3
 @dataclass(frozen=True, slots=True)
 class LoadRemoval:
     """What was removed from a batch: per row the loading (0 where nothing was removed), the
-    share of the row's historical level variance the load explains (R²), and the removed part (n, T) in oriented units (None
-    when no factor was estimated)."""
+    share of the row's historical level variance the load explains (R²), and the load
+    ``factor`` (T,; None when none was estimated) with each row's ``amplitude`` (its scale ×
+    loading, oriented units; 0 where nothing was removed): row i lost ``amplitude[i] × factor``.
+    Kept as a factor and amplitudes, not an (n, T) array, so a 100,000-series batch costs one
+    time axis more, not a second copy of its values."""
 
     loading: np.ndarray
     r2: np.ndarray
-    removed: np.ndarray | None
+    amplitude: np.ndarray
+    factor: np.ndarray | None
 
     @staticmethod
     def none(n: int) -> LoadRemoval:
-        return LoadRemoval(np.zeros(n), np.zeros(n), None)
+        return LoadRemoval(np.zeros(n), np.zeros(n), np.zeros(n), None)
 
     def rows(self, start: int, stop: int) -> LoadRemoval:
         """Rows ``start:stop`` (views)."""
-        removed = None if self.removed is None else self.removed[start:stop]
-        return LoadRemoval(self.loading[start:stop], self.r2[start:stop], removed)
+        return LoadRemoval(
+            self.loading[start:stop], self.r2[start:stop], self.amplitude[start:stop], self.factor
+        )
+
+    def removed(self, row: int) -> np.ndarray | None:
+        """The part removed from row ``row`` (T,), or None when nothing was."""
+        if self.factor is None or self.amplitude[row] == 0:
+            return None
+        return self.amplitude[row] * self.factor
 
 
 def remove_fleet_load(
@@ -119,11 +130,12 @@ def remove_fleet_load(
     driven = np.abs(t_stat) >= settings.min_t
     loading[~driven] = 0.0
     adjust = np.flatnonzero(driven)
+    amplitude = np.where(driven, scale * loading, 0.0)
     if len(adjust) == 0:
-        return batch, LoadRemoval(loading, r2, None)
-    removed = np.zeros_like(values)
-    removed[adjust] = (scale[adjust] * loading[adjust])[:, None] * f_centred[None, :]
-    return replace(batch, values=values - removed), LoadRemoval(loading, r2, removed)
+        return batch, LoadRemoval(loading, r2, amplitude, None)
+    out = values.copy()
+    out[adjust] -= amplitude[adjust][:, None] * f_centred[None, :]
+    return replace(batch, values=out), LoadRemoval(loading, r2, amplitude, f_centred)
 
 
 @dataclass(frozen=True, slots=True)

@@ -228,9 +228,8 @@ def change_point_verdict(
     }
     name = "likelihood-ratio" if test.test == "likelihood_ratio" else "rank (noise not normal)"
     reason = f"{name} test p = {test.p_value:.3g} < {alpha}"
-    removed = load.removed
-    if removed is not None and load.loading[row] != 0:
-        part = removed[row]
+    part = load.removed(row)
+    if part is not None:
         numbers.update(
             load_loading=float(load.loading[row]),
             load_r2=float(load.r2[row]),
