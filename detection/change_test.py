@@ -45,11 +45,10 @@ from scipy.stats import brunnermunzel, mannwhitneyu, norm
 from scipy.stats import t as student_t
 from scipy.ndimage import median_filter
 
-from regbot.detection.noise_shape import SMOOTH_POINTS, noise_shape, rolling_levels
+from regbot.detection.noise_shape import MAD_NORMAL, SMOOTH_POINTS, noise_shape, rolling_levels
 
 __all__ = ["ChangeTest", "MAX_SKEW", "change_test"]
 
-MAD_NORMAL = 1.4826
 MAX_SKEW = 0.5  # |skewness| of the residuals beyond which noise counts as skewed
 MIN_STRETCHES = 20
 

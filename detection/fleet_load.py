@@ -52,11 +52,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from regbot.detection.model import FleetLoadSettings, SeriesBatch
+from regbot.detection.noise_shape import MAD_NORMAL
 from regbot.detection.presets import DAY_S
 
 __all__ = ["LoadRemoval", "remove_fleet_load"]
 
-MAD_SCALE = 1.4826
 CLIP_Z = 8.0
 POWER_STEPS = 3
 
@@ -192,7 +192,7 @@ def _robust_centre_scale(history: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row: the median and 1.4826 × MAD of its historical levels (the standard deviation
     where the MAD is 0; 0 for a constant row)."""
     centre = np.median(history, axis=1)
-    scale = MAD_SCALE * np.median(np.abs(history - centre[:, None]), axis=1)
+    scale = MAD_NORMAL * np.median(np.abs(history - centre[:, None]), axis=1)
     flat = scale <= 0
     if flat.any():
         scale[flat] = history[flat].std(axis=1)
