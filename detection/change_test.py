@@ -21,14 +21,20 @@ model's segment before the change):
 
   - *Rank* — Mann–Whitney's U of the points after the change against those before (one-sided:
     after larger; normal approximation with the tie correction, so a quantised series of mostly
-    equal values is judged fairly). Its p-value replaces the likelihood ratio's (and is what the
-    run's false-discovery cut sees). Ranks are distribution-free: a skewed or heavy-tailed
+    equal values is judged fairly). Ranks are distribution-free: a skewed or heavy-tailed
     series gets a calibrated p-value.
-  - *Persistence* — the level after the change (its mean) must be higher than all but a share
-    ``alpha`` of the levels of equally long stretches of the history (``rolling_levels``; each
-    stretch as long as the post-change points): a stay in a bimodal series' upper mode, or a
-    burst, is as high as the history has been before and is not a change. With fewer than
+  - *Persistence* — the level after the change (its mean) must stand out of the levels of
+    equally long stretches of the whole history before the change (``rolling_levels``; each
+    stretch as long as the post-change points; the model's segment alone can be a few dozen
+    points after a flip): its p-value is the normal tail of the level against the mean and
+    standard deviation of the stretch levels. A stay in a bimodal series' upper mode, or a
+    burst, is as high as the history's stretches have been and is not a change; a real step on
+    such a series stands several stretch deviations above them. With fewer than
     ``MIN_STRETCHES`` stretches the history cannot say and only the rank test applies.
+
+  The larger of the two p-values decides, and it is what the run's false-discovery cut sees
+  (a per-series persistence rule at the level alone let ~1% of the run's flipping series
+  through).
 
 The verdict names the test used and carries every number (``numbers``). Complexity per
 candidate: one sort of its segment (ranks) and one pass of prefix sums (levels).
@@ -95,19 +101,24 @@ def change_test(
         numbers["p_welch_skew_adjusted"] = skewed_p
         rank_p = max(rank_p, skewed_p)
     level = float(after.mean())
-    stretches = rolling_levels(before, len(after), "mean") if len(before) > len(after) else None
+    history = v[:k]
+    stretches = rolling_levels(history, len(after), "mean") if k > len(after) else None
     numbers.update(p_rank=rank_p, level_after=level)
-    persistent = True
+    p = rank_p
     if stretches is not None and len(stretches) >= MIN_STRETCHES:
-        share = float((stretches >= level).mean())
-        persistent = share < alpha
+        centre, spread = float(stretches.mean()), float(stretches.std(ddof=1))
+        persistence_p = float(norm.sf((level - centre) / spread)) if spread > 0 else (
+            0.0 if level > centre else 1.0)
+        p = max(p, persistence_p)
         numbers.update(
             history_stretches=len(stretches),
-            history_share_as_high=share,
-            history_level_quantile=float(np.quantile(stretches, 1 - alpha)),
+            history_level_mean=centre,
+            history_level_sd=spread,
+            history_share_as_high=float((stretches >= level).mean()),
+            p_persistence=persistence_p,
         )
-    numbers["persistent"] = persistent
-    return ChangeTest("rank", rank_p, bool(rank_p < alpha and persistent), numbers)
+    numbers["persistent"] = p < alpha
+    return ChangeTest("rank", p, bool(p < alpha), numbers)
 
 
 def _skew_adjusted_p(p: float, skew: float, n_after: int) -> float:

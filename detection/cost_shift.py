@@ -53,7 +53,7 @@ order:
    it does in the data), one-sided at ``alpha``; and the domain's change is consistent with
    negligible, ``z_negligible = (|d| - negligible_share × a) / SE_d <= z`` (a domain that fell
    by far more than ``S`` rose lost cost, it did not move it into ``S``); and its change is
-   nearer to none than to the regression's (``|d| < a / 2``: of the two readings, "the domain
+   nearer to none than to the regression's (``d < a / 2``: of the two readings, "the domain
    is unchanged" and "the regression reached the domain's total", the likelier one under
    normal noise of one scale — a noisy domain's "consistent with negligible" alone let a
    sibling's chance dip to half of a real step turn the step into a "shift");
@@ -344,7 +344,7 @@ class _Judge:
             slack = 1e-9 * (abs(a) + abs(d))  # exact data: the boundary itself is negligible
             significant = a - d > self.z * se_diff + slack
             negligible = abs(d) - s.negligible_share * a <= self.z * se_d + slack
-            nearer_none = abs(d) < a / 2 + slack
+            nearer_none = d < a / 2 + slack
             row.check = "shift" if significant and negligible and nearer_none else "real increase"
 
     def _verdict(self, cand: Candidate, rows: list[_Row]) -> Verdict:

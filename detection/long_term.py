@@ -26,8 +26,24 @@
 
 The returned ``Candidate`` has ``detector="long-term"``, the ``"long_term"`` verdict with the
 numbers compared, and ``mean_before``/``mean_after`` from the raw oriented values before/after
-the change point. ``llr`` and ``p_value`` are NaN: the detector compares trend levels with a
-threshold, it does not run a likelihood test.
+the change point. ``llr`` is NaN: the detector compares trend levels with a threshold, it does
+not run a likelihood test.
+
+**regbot's guards against noise** (FBDetect's rule is threshold-only, which on a sparsely
+sampled series, or one whose callees flip between levels, reports noise):
+
+* the rise must exceed ``z`` standard errors of the difference of two edge means, where an edge
+  mean's standard deviation is *measured* on the history (``_edge_mean_sd``: the spread of the
+  means of its non-overlapping blocks of an edge's length, deseasonalised when STL ran; never
+  below the white-noise ``MAD / sqrt(edge)``, which is used unless the blocks spread
+  significantly more), so that wander, flips carried up a call tree and slow swings count, not
+  only white noise. ``p_value`` is the one-sided tail of that z (normal, or Student t with
+  blocks − 1 degrees of freedom when the blocks' spread is used); the pipeline keeps the long-term candidates that are
+  discoveries among the run's series at ``change_point.alpha`` (``discoveries.py``), as it does
+  for the short-term ones (a separate family: the run's false discovery rate is at most alpha
+  for each path);
+* the rise must exceed every rise of the same span the trend made earlier in the history
+  (``null_deltas``), when the history holds any.
 
 ``screen_long_term`` is a vectorised pre-screen for a whole ``SeriesBatch``, so that STL runs
 only on rows that might pass: the same BASELINE/CURRENT comparison, with half the threshold, on
@@ -54,6 +70,8 @@ import math
 
 import numpy as np
 from scipy.ndimage import median_filter
+from scipy.stats import chi2, norm
+from scipy.stats import t as student_t
 
 from regbot.detection.model import (
     Candidate,
@@ -78,6 +96,7 @@ __all__ = [
 MAD_NORMAL = 1.4826
 STAGE = "long_term"
 ROLLING_SHARE = 0.05
+MIN_BLOCKS = 5
 SCREEN_MARGIN = 0.5
 _ROUNDING = 1e-9  # 0.07 * 100 is 7.000000000000001: 7% of 100 points is 7 points, not 8
 
@@ -162,6 +181,29 @@ def _line_rmse(times_s: np.ndarray, trend: np.ndarray) -> float:
     return float(np.sqrt(np.mean((y - fitted) ** 2)))
 
 
+def _edge_mean_sd(history: np.ndarray, edge_points: int, noise: float) -> tuple[float, int | None]:
+    """The standard deviation of a mean of ``edge_points`` consecutive points and the degrees of
+    freedom of its estimate (None: known, use the normal tail).
+
+    The white-noise value ``noise / sqrt(edge_points)`` (``noise`` from the MAD of a thousand
+    residuals: known) is used unless the history says the mean moves more: the spread of the
+    means of its non-overlapping blocks of ``edge_points`` points (deseasonalised when STL ran)
+    exceeds it significantly (its variance ratio above the 95th percentile of χ²(K−1)/(K−1), K
+    blocks). A load's wander, a descendant's flips between levels or a slow weekly swing do
+    that, and then the block spread is the standard deviation, with K − 1 degrees of freedom.
+    With fewer than ``MIN_BLOCKS`` blocks the spread cannot be measured and the white-noise
+    value stands."""
+    floor = noise / math.sqrt(edge_points)
+    blocks = len(history) // edge_points
+    if blocks < MIN_BLOCKS:
+        return floor, None
+    means = history[len(history) - blocks * edge_points :].reshape(blocks, edge_points).mean(axis=1)
+    spread = float(means.std(ddof=1))
+    if floor > 0 and spread * spread <= floor * floor * chi2.ppf(0.95, blocks - 1) / (blocks - 1):
+        return floor, None
+    return max(spread, floor), blocks - 1
+
+
 def long_term_windows(windows: WindowBounds, settings: LongTermSettings) -> WindowBounds:
     """The long-term detector's own windows: the run's extended window, an analysis window of
     ``settings.analysis_s`` before it (never shorter than the run's), and the history before
@@ -232,10 +274,12 @@ def detect_long_term(
     if period is not None:
         fit = decompose(times, vals, period)
         trend = fit.trend_at(times)
-        residual_all = vals - trend - fit.seasonal_at(times)
+        deseasoned = vals - fit.seasonal_at(times)
+        residual_all = deseasoned - trend
         method = "stl"
     else:
         trend = _rolling_median(vals)
+        deseasoned = vals
         residual_all = vals - trend
         method = "rolling-median"
 
@@ -252,8 +296,12 @@ def detect_long_term(
     residual = residual_all[:a_lo]
     noise = MAD_NORMAL * float(np.median(np.abs(residual - np.median(residual)))) if a_lo else 0.0
     edge_points = max(1, math.ceil(share * (e_lo - a_lo)))
-    standard_error = noise * math.sqrt(2.0 / edge_points)
-    if delta <= settings.z * standard_error:
+    edge_sd, dof = _edge_mean_sd(deseasoned[:a_lo], edge_points, noise)
+    standard_error = edge_sd * math.sqrt(2.0)
+    z = delta / standard_error if standard_error > 0 else math.inf
+    tail = norm.sf(z) if dof is None else student_t.sf(z, dof)
+    p_value = float(tail) if math.isfinite(z) else 0.0
+    if z <= settings.z:
         return None
     # regbot's second guard: the rise must exceed every rise of the same span the trend made
     # earlier in the history (the empirical null of wander), when the history holds any.
@@ -279,10 +327,15 @@ def detect_long_term(
         "current_analysis": ends[0],
         "current_extended": ends[1],
         "standard_error": standard_error,
+        "edge_points": edge_points,
+        "standard_error_from": "white noise" if dof is None else "history blocks",
+        "degrees_of_freedom": dof,
+        "white_noise_sd": noise,
+        "p_value": p_value,
         "null_rises": int(nulls.size),
         "null_rise_max": null_max,
         "analysis_window": [windows.analysis_start_s, windows.extended_start_s],
-        "z": delta / standard_error if standard_error > 0 else None,
+        "z": z if math.isfinite(z) else None,
         "rmse": rmse,
         "rmse_threshold": float(settings.rmse_threshold),
         "gradual": bool(gradual),
@@ -306,7 +359,7 @@ def detect_long_term(
         mean_before=float(vals[:change].mean()) if change > 0 else math.nan,
         mean_after=float(vals[change:].mean()),
         llr=math.nan,
-        p_value=math.nan,
+        p_value=p_value,
         windows=run_windows,
         detector="long-term",
         verdicts={STAGE: verdict},

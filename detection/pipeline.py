@@ -197,11 +197,11 @@ def find_change_candidates(
 
 
 def keep_discoveries(
-    candidates: list[Candidate], tests: int, settings: DetectionSettings
+    candidates: list[Candidate], tests: int, settings: DetectionSettings, stage: str = "change_point"
 ) -> list[Candidate]:
     """The candidates that are discoveries among the run's ``tests`` series
     (``discoveries.py``; all of them with ``multiple_testing: none``); each keeps the cut in its
-    ``change_point`` verdict."""
+    ``stage`` verdict (``change_point`` for the short-term path, ``long_term`` for §5.3's)."""
     point = settings.change_point
     if point.multiple_testing == "none" or not candidates:
         return candidates
@@ -209,10 +209,10 @@ def keep_discoveries(
     kept = []
     for c in candidates:
         if c.p_value <= cut:
-            verdict = c.verdicts["change_point"]
+            verdict = c.verdicts[stage]
             numbers = {**verdict.numbers, "discovery_cut": cut, "tests": tests}
             reason = f"{verdict.reason}; a discovery among {tests} series (p ≤ {cut:.3g})"
-            kept.append(c.with_verdict(Verdict("change_point", True, reason, numbers)))
+            kept.append(c.with_verdict(Verdict(stage, True, reason, numbers)))
     return kept
 
 
@@ -342,7 +342,8 @@ def _detect_parts(
         load_free.append((batch, bounds))
         candidates += find_change_candidates(batch, bounds, settings, load)
     parts = load_free
-    candidates = keep_discoveries(candidates, sum(len(b) for b, _ in parts), settings)
+    tests = sum(len(b) for b, _ in parts)
+    candidates = keep_discoveries(candidates, tests, settings)
     funnel["change_points"] = len(candidates)
     filtered: list[Candidate] = []
     kept: list[Candidate] = []
@@ -365,14 +366,16 @@ def _detect_parts(
         funnel[key] = len(candidates)
 
     exclude = {c.series_id for c in candidates}
+    found = [
+        c for batch, bounds in parts for c in detect_long_term_batch(batch, bounds, settings, exclude)
+    ]
     long_term = []
-    for batch, bounds in parts:
-        for found in detect_long_term_batch(batch, bounds, settings, exclude):
-            verdict = enough_data_verdict(found, settings.workload.windows)
-            if verdict.passed:
-                long_term.append(found)
-            else:
-                filtered.append(found.with_verdict(verdict))
+    for candidate in keep_discoveries(found, tests, settings, "long_term"):
+        verdict = enough_data_verdict(candidate, settings.workload.windows)
+        if verdict.passed:
+            long_term.append(candidate)
+        else:
+            filtered.append(candidate.with_verdict(verdict))
     funnel["long_term"] = len(long_term)
     return DetectionResult(windows, funnel, candidates + long_term, filtered, use)
 
