@@ -560,8 +560,8 @@ class PairwiseSettings:
     )
     combine: Literal["all", "any"] = "all"
     max_gap_s: float = 6 * 3600.0
-    evidence_alpha: float = 0.05
-    cross_kind_correlation: float = 0.3
+    evidence_alpha: float = 0.01
+    cross_kind_correlation: float = 0.1
     rise_z: float = 3.0
     guard_points: int = 3
     load_min_series: int = 20
