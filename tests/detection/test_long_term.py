@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -235,3 +236,60 @@ def test_load_wander_is_not_a_long_term_regression() -> None:
         for seed in range(40)
     )
     assert reported <= 2
+
+
+def flipped(seed: int, gap: float = 0.1) -> np.ndarray:
+    """A callee's flips carried up into a caller: over the history, a level that flips by
+    ``gap`` every ~60 points (ten-minute points: stays of ~10 hours); in the long-term analysis
+    window, 80 points at the lower level and then the upper one to the end. White noise 0.05."""
+    rng = np.random.default_rng(seed)
+    a_lo = 1500 - 36 - 288
+    state = np.zeros(1500)
+    level = 0.0
+    for i in range(1, a_lo):
+        if rng.random() < 1 / 60:
+            level = 1.0 - level
+        state[i] = level
+    state[a_lo + 80 :] = 1.0
+    return 1.0 + gap * state + 0.05 * rng.standard_normal(1500)
+
+
+def test_flips_carried_up_a_call_tree_are_not_a_creep() -> None:
+    """The edge means' standard error is measured on the history's blocks. A flipping series'
+    last stay rises by ~10 white-noise standard errors, but its blocks moved as much before:
+    the error comes from the blocks (Student t), and the p-value is nowhere near a discovery
+    among the run's series. (``z = 0`` lets the rise past the z guard to show the p-value; the
+    earlier-rises guard stops most seeds anyway.)"""
+    times = np.arange(1500) * FLEET_BUCKET_S
+    settings = LongTermSettings(z=0.0)
+    found = [
+        detect_long_term(
+            "s", "gcpu", times, flipped(seed), 1.0, FLEET_WINDOWS, Threshold("absolute", 0.0),
+            settings,
+        )
+        for seed in range(60)
+    ]
+    found = [c for c in found if c is not None]
+    assert found
+    for candidate in found:
+        numbers = candidate.verdicts["long_term"].numbers
+        white_se = numbers["white_noise_sd"] * math.sqrt(2.0 / numbers["edge_points"])
+        assert numbers["delta"] / white_se > 5  # white noise alone would call it a creep
+        assert numbers["standard_error_from"] == "history blocks"
+        assert numbers["degrees_of_freedom"] >= 4
+        assert candidate.p_value > 0.01
+
+
+def test_a_creep_on_white_noise_has_a_normal_p_value_from_the_white_noise_error() -> None:
+    times = np.arange(1500) * FLEET_BUCKET_S
+    rng = np.random.default_rng(5)
+    values = 1.0 + 0.05 * rng.standard_normal(1500)
+    values += 0.1 * np.clip((np.arange(1500) - (1500 - 216)) / 180, 0.0, 1.0)
+    found = detect_long_term(
+        "s", "gcpu", times, values, 1.0, FLEET_WINDOWS, Threshold("absolute", 0.01), SETTINGS
+    )
+    assert found is not None
+    n = found.verdicts["long_term"].numbers
+    assert n["standard_error_from"] == "white noise" and n["degrees_of_freedom"] is None
+    assert found.p_value == pytest.approx(NormalDist().cdf(-n["z"]), rel=1e-6)
+    assert found.p_value < 1e-6
