@@ -4,22 +4,41 @@ FBDetect §5.2.1, whose change point is one position).
 
 Model: §5.2.1's single mean shift on the segment the change point was tested in (``lo`` to
 ``hi``, ``n = hi − lo`` points, a change at position ``k`` leaving ``m = k − lo`` points before it),
-Gaussian noise of unknown variance. With flat priors on both means, Jeffreys' prior ``1/σ`` on
-the noise and a flat prior on ``k``, integrating out the means and σ gives the exact posterior
+Gaussian noise, flat priors on the means, Jeffreys' prior ``1/σ`` on each noise scale and a
+flat prior on ``k``. Integrating out the means and scales gives the exact posterior of ``k``, in
+two variants:
 
-    p(k | x) ∝ (m·(n − m))^(−1/2) · RSS(k)^(−(n − 2)/2)
+* ``variances="pooled"`` — one noise scale on both sides (the test's model):
 
-where ``RSS(k)`` is the residual sum of squares of the two-mean fit; it is the profile likelihood
-``exp(LLR(k)/2)`` of the change-point test up to the ``(m(n − m))^(−1/2)`` factor, which the
-integration over the means adds. The interval is the highest-posterior-density set: the fewest
-positions holding at least ``mass`` of the posterior, reported by its first and last position
-(the set may have gaps; the range between them holds at least ``mass``). Positions are those
-the test allows on the segment (``side`` points on each side), wherever they are relative to the
-analysis window: a change just before the window is in the interval of a change point placed
-just inside it. The detected position is always included.
+      p(k | x) ∝ (m·(n − m))^(−1/2) · RSS(k)^(−(n − 2)/2)
+
+  with ``RSS(k)`` the residual sum of squares of the two-mean fit; it is the profile likelihood
+  ``exp(LLR(k)/2)`` of the change-point test up to the ``(m(n − m))^(−1/2)`` factor, which the
+  integration over the means adds. The window's share of the change (``changepoint.py``) is
+  judged with it, as the test is.
+* ``variances="separate"`` — a scale of its own on each side:
+
+      p(k | x) ∝ Π over the two sides s of  m_s^(−1/2) · Γ((m_s − 1)/2) · (RSS_s(k)/2)^(−(m_s − 1)/2)
+
+  The interval is taken from this one. Measured noise grows with its level: a gCPU share's
+  binomial sampling noise has variance ∝ share, a latency's spread grows with the latency, so
+  after a large step the noise is larger than before it. With one pooled scale the few noisy
+  points after the step look decisive (on the benchmark fleets, zero-width intervals one to
+  four buckets from a 4–10 MDE step, coverage 87%); with a scale per side a point between the
+  two levels is weighed against the noise of the side it would join, and coverage is 92% with
+  the median width 6 → 8 buckets (README, issue notes; tests/detection/test_change_time.py
+  checks Poisson-count steps).
+
+The interval is the highest-posterior-density set: the fewest positions holding at least
+``mass`` of the posterior, reported by its first and last position (the set may have gaps; the
+range between them holds at least ``mass``). Positions are those the test allows on the segment
+(``side`` points on each side), wherever they are relative to the analysis window: a change just
+before the window is in the interval of a change point placed just inside it. The detected
+position is always included.
 
 ``RSS`` is floored at 10⁻⁴ of the segment's total sum of squares (Kats' ``s = 0.01·σ̃`` for a
-perfect step), so a noiseless step gives the one-position interval ``[k, k]``.
+perfect step; per side, the same floor per point), so a noiseless step gives the one-position
+interval ``[k, k]``.
 
 Calibration: the posterior is exact for independent Gaussian noise; ``mass`` (default 0.95, see
 ``ChangePointSettings``) is chosen so that on simulated fleets — binomial sampling noise under a
@@ -32,9 +51,14 @@ points) for the posterior plus one sort per row, O(rows × points) memory.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
+from scipy.special import gammaln
 
 RSS_FLOOR = 1e-4
+
+Variances = Literal["pooled", "separate"]
 
 
 def change_posterior(
@@ -45,8 +69,10 @@ def change_posterior(
     range_start: np.ndarray,
     range_end: np.ndarray,
     side: int,
+    variances: Variances = "pooled",
 ) -> tuple[np.ndarray, int]:
-    """The posterior probability of each change position, 0 outside the positions the test
+    """The posterior probability of each change position (``variances``: one noise scale or one
+    per side, module docstring), 0 outside the positions the test
     allows on the segment (``side`` points each side) and outside ``[range_start, range_end)``
     (the prior's support); rows with no such position are all zero.
 
@@ -62,7 +88,7 @@ def change_posterior(
     offset = int(np.clip(range_start.min(), 0, width))
     stop = int(np.clip(range_end.max(), offset, width))
     positions = np.arange(offset, stop)[None, :]
-    log_post = _log_posterior(p1, p2, segment_start, segment_end, positions, side)
+    log_post = _log_posterior(p1, p2, segment_start, segment_end, positions, side, variances)
     inside = (positions >= range_start[:, None]) & (positions < range_end[:, None])
     log_post = np.where(inside, log_post, -np.inf)
     top = log_post.max(axis=1, keepdims=True) if stop > offset else np.zeros((rows, 1))
@@ -119,6 +145,7 @@ def _log_posterior(
     hi: np.ndarray,
     positions: np.ndarray,
     side: int,
+    variances: Variances,
 ) -> np.ndarray:
     """(rows, len(positions)) unnormalised log posterior of the change at ``positions`` (a
     (1, P) array), -inf where the test does not allow a change."""
@@ -133,8 +160,22 @@ def _log_posterior(
     m = np.where(allowed, positions - lo[:, None], 1).astype(np.float64)
     rest = np.where(allowed, n - m, 1.0)
     before = p1[:, positions[0]] - base1
-    rss = total2 - before * before / m - (total1 - before) ** 2 / rest
+    rss_before = p2[:, positions[0]] - base2 - before * before / m
+    rss_after = total2 - (p2[:, positions[0]] - base2) - (total1 - before) ** 2 / rest
     ss0 = np.maximum(total2 - total1 * total1 / n, 0.0)
-    rss = np.maximum(rss, np.maximum(RSS_FLOOR * ss0, np.finfo(np.float64).tiny))
-    log_post = -0.5 * np.log(m * rest) - 0.5 * np.maximum(n - 2, 1) * np.log(rss)
+    floor = np.maximum(RSS_FLOOR * ss0, np.finfo(np.float64).tiny)
+    if variances == "pooled":
+        rss = np.maximum(rss_before + rss_after, floor)
+        log_post = -0.5 * np.log(m * rest) - 0.5 * np.maximum(n - 2, 1) * np.log(rss)
+    else:
+        log_post = _side_term(m, np.maximum(rss_before, floor * m / n)) + _side_term(
+            rest, np.maximum(rss_after, floor * rest / n)
+        )
     return np.where(allowed, log_post, -np.inf)
+
+
+def _side_term(count: np.ndarray, rss: np.ndarray) -> np.ndarray:
+    """One side's log marginal likelihood with its own mean and scale integrated out (flat and
+    Jeffreys' priors): ``−½·log m + log Γ((m − 1)/2) − (m − 1)/2 · log(RSS/2)``."""
+    dof = np.maximum(count - 1, 1)
+    return -0.5 * np.log(count) + gammaln(dof / 2) - 0.5 * dof * np.log(rss / 2)

@@ -37,7 +37,8 @@ Window changes (``detect_window_changes``, what `regbot detect` uses) take three
    bucket). So the posterior of the change's position (``change_time.py``) is computed over the
    window and ``search_margin`` windows on each side; the split is kept only when the window
    holds at least ``min_window_share`` (5%) of it, that is when the window meets (about) the
-   95% credible set. The interval is the same posterior's.
+   95% credible set. The interval is the posterior of the same shift with a noise scale of
+   its own on each side (noise grows with the level; ``change_time.py``).
 
 Why the search stays in the window: a split searched over the whole series (or the margins)
 and accepted only when it falls in the window competes with the history's noise at ~1,500
@@ -273,9 +274,10 @@ def _finish(
     index = np.where(testable, k, -1)
     p_value = np.where(testable, chi2.sf(llr, 2), 1.0)
     side = settings.min_points_each_side
-    posterior = change_posterior(*sums, *segment, *prior, side)
-    share = np.where(testable, mass_between(posterior, *window), 0.0)
-    first, last = density_interval(posterior, index, settings.interval_mass)
+    pooled = change_posterior(*sums, *segment, *prior, side, "pooled")
+    share = np.where(testable, mass_between(pooled, *window), 0.0)
+    separate = change_posterior(*sums, *segment, *prior, side, "separate")
+    first, last = density_interval(separate, index, settings.interval_mass)
     return (
         index, row_mean + mu0, row_mean + mu1, llr, p_value, iterations, stable,
         *segment, share, first, last,

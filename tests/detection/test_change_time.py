@@ -218,3 +218,44 @@ def test_posterior_of_hand_made_series() -> None:
     wide = density_interval(posterior, points.index, 0.99)
     assert wide[0][1] <= narrow[0][1] <= 5 <= narrow[1][1] <= wide[1][1]
     assert wide[1][1] - wide[0][1] >= 1
+
+
+def test_interval_of_a_count_step_allows_for_the_larger_noise_after_it() -> None:
+    """Sampled counts (Poisson, 0.5–2 a bucket) that rise 4–10×: the noise after the step is
+    larger than before it. The interval (a noise scale per side) covers the true change in ≥ 95%
+    of cases; the test's pooled scale alone makes zero-width intervals that miss more often."""
+    rng = np.random.default_rng(7)
+    rows = 600
+    truth = rng.integers(A, E, rows)
+    rate = rng.uniform(0.5, 2.0, rows)[:, None] * np.where(
+        np.arange(N)[None, :] >= truth[:, None], np.resize([4.0, 6.0, 10.0], rows)[:, None], 1.0
+    )
+    x = rng.poisson(rate).astype(np.float64)
+    points = window_search(x)
+    found = reported(points)
+    assert found.mean() >= 0.99
+    separate = covers(points, truth)[found].mean()
+    assert separate >= 0.95
+    centred = x - x.mean(axis=1, keepdims=True)
+    p1 = np.concatenate([np.zeros((rows, 1)), np.cumsum(centred, axis=1)], axis=1)
+    p2 = np.concatenate([np.zeros((rows, 1)), np.cumsum(centred**2, axis=1)], axis=1)
+    prior = np.full(rows, A - (E - A)), np.full(rows, E + (E - A) + 1)
+    segment = points.segment_start, points.segment_end
+    pooled = change_posterior(p1, p2, *segment, *prior, 3, "pooled")
+    low, high = density_interval(pooled, points.index, 0.95)
+    assert ((low <= truth) & (truth <= high))[found].mean() < separate - 0.03
+    assert np.median((points.interval_end - points.interval_start)[found]) <= 2
+
+
+def test_separate_scales_find_a_step_whose_noise_grows() -> None:
+    """A quiet level then a noisy higher one: the separate-scale posterior puts its mass at the
+    step; a point between the levels goes to the side whose noise it fits."""
+    x = np.array([[0.0, 0.01, -0.01, 0.0, 0.01, -0.01, 0.0, 2.0, 0.8, 3.1, 1.2, 2.9, 1.0, 2.4]])
+    centred = x - x.mean()
+    p1 = np.concatenate([[[0.0]], np.cumsum(centred, axis=1)], axis=1)
+    p2 = np.concatenate([[[0.0]], np.cumsum(centred**2, axis=1)], axis=1)
+    lo, hi = np.array([0]), np.array([14])
+    post, offset = change_posterior(p1, p2, lo, hi, lo, hi + 1, 3, "separate")
+    assert post.sum() == pytest.approx(1.0)
+    assert offset + post.argmax() == 7
+    assert post[0, 7 - offset] >= 0.9

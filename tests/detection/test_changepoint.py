@@ -3,6 +3,8 @@ references, and edge cases."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy.stats import chi2
@@ -99,7 +101,8 @@ def reference_window(
     x: np.ndarray, a: int, e: int, settings: ChangePointSettings = SETTINGS
 ) -> tuple[int, int, float, float, tuple[int, int]] | None:
     """``detect_window_changes`` for one series with plain loops: (index, segment start, llr,
-    window share, interval) or None when no split fits the window."""
+    window share — pooled noise scale —, interval — a scale per side) or None when no split
+    fits the window."""
     n, side = len(x), settings.min_points_each_side
 
     def fits(lo: int) -> bool:
@@ -137,6 +140,17 @@ def reference_window(
     post = np.exp(log_post - log_post.max())
     post /= post.sum()
     share = float(sum(p for j, p in zip(positions, post) if a <= j < e))
+
+    def side_term(part: np.ndarray) -> float:  # own mean and scale integrated out
+        m, floor = len(part), 1e-4 * ss0 * len(part) / len(segment)
+        spread = max(float(((part - part.mean()) ** 2).sum()), floor)
+        return -0.5 * np.log(m) + math.lgamma((m - 1) / 2) - (m - 1) / 2 * np.log(spread / 2)
+
+    log_sep = np.array(
+        [side_term(segment[: j - lo]) + side_term(segment[j - lo :]) for j in positions]
+    )
+    post = np.exp(log_sep - log_sep.max())
+    post /= post.sum()
     taken, held = [], 0.0
     for i in np.argsort(-post, kind="stable"):
         taken.append(positions[i])
