@@ -624,7 +624,8 @@ class CostShiftSettings:
     (one-sided at ``alpha``) and within ``negligible_share`` × the change; ``fallen_alpha``: the
     family-wise level at which members of a summed domain count as having fallen as the
     regression rose; ``new_share``: a level within this share of the regression's change of zero
-    did not exist before it (a new domain, no shift)."""
+    did not exist before it (a new domain, no shift); ``same_time_mass``: the credible mass of
+    the moved cost's own change time that must meet the regression's (a shift happens at once)."""
 
     enabled: bool = _setting(True, _boolean)
     domains: tuple[CostShiftDomain, ...] = _named_list(CostShiftDomain)
@@ -633,6 +634,7 @@ class CostShiftSettings:
     alpha: float = _setting(_COST_SHIFT.alpha, _probability)
     fallen_alpha: float = _setting(_COST_SHIFT.fallen_alpha, _probability)
     new_share: float = _setting(_COST_SHIFT.new_share, _non_negative)
+    same_time_mass: float = _setting(_COST_SHIFT.same_time_mass, _probability)
 
 
 @dataclass(frozen=True, slots=True)

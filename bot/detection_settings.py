@@ -85,6 +85,7 @@ def dedup_settings(config: Config) -> DedupSettings:
             custom_domains=tuple((d.name, d.regex) for d in cost.domains),
             alpha=cost.alpha,
             fallen_alpha=cost.fallen_alpha,
+            same_time_mass=cost.same_time_mass,
             new_share=cost.new_share,
         )
         if cost.enabled

@@ -179,3 +179,29 @@ def _side_term(count: np.ndarray, rss: np.ndarray) -> np.ndarray:
     Jeffreys' priors): ``−½·log m + log Γ((m − 1)/2) − (m − 1)/2 · log(RSS/2)``."""
     dof = np.maximum(count - 1, 1)
     return -0.5 * np.log(count) + gammaln(dof / 2) - 0.5 * dof * np.log(rss / 2)
+
+
+def credible_span(
+    values: np.ndarray, range_start: int, range_end: int, side: int, mass: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where each row of ``values`` (rows, n; one shared axis, no padding) most likely changed
+    its level, as the first and last position of the ``mass`` highest-posterior-density set of
+    a single shift (one noise scale: a run of equal counts on one side would make a scale of
+    its own falsely sure) with positions in ``[range_start, range_end)``:
+    a row that changed sharply at one moment gets a narrow span there, a row with no change (or
+    a small one) a span over most of the range. -1, -1 for rows with no allowed position."""
+    values = np.asarray(values, np.float64)
+    rows, n = values.shape
+    centred = values - values.mean(axis=1, keepdims=True)
+    p1 = np.zeros((rows, n + 1))
+    p2 = np.zeros((rows, n + 1))
+    np.cumsum(centred, axis=1, out=p1[:, 1:])
+    np.cumsum(centred * centred, axis=1, out=p2[:, 1:])
+    lo, hi = np.zeros(rows, np.int64), np.full(rows, n, np.int64)
+    support = np.full(rows, range_start, np.int64), np.full(rows, range_end, np.int64)
+    posterior = change_posterior(p1, p2, lo, hi, *support, side, "pooled")
+    post, offset = posterior
+    if post.shape[1] == 0:
+        return np.full(rows, -1, np.int64), np.full(rows, -1, np.int64)
+    index = np.where(post.sum(axis=1) > 0, offset + post.argmax(axis=1), -1)
+    return density_interval(posterior, index, mass)

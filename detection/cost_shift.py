@@ -95,6 +95,7 @@ import numpy as np
 from regbot.detection.cost_domains import CostDomain, DomainIndex, class_qualifier, cost_domains
 from regbot.detection.model import Candidate, CostShiftSettings, DedupContext, Verdict
 from regbot.detection.model import subroutine_of_series
+from regbot.detection.shift_timing import same_time
 
 __all__ = [
     "CostDomain",
@@ -106,6 +107,7 @@ __all__ = [
 ]
 
 STAGE = "cost_shift"
+Span = tuple[float, float] | None
 MAD_TO_SD = 1.4826
 WINSOR_SD = 5.0
 MAX_RHO = 0.95  # the lag-1 autocorrelation's cap: at most a 39x variance inflation
@@ -114,7 +116,14 @@ WINDOW_STEPS = 8  # batch means start a block every block / 8 points
 CHUNK = 1024  # candidates whose rows are held at once
 
 Check = Literal[
-    "new domain", "too large", "too noisy", "shift", "real increase", "no overlap", "no change"
+    "new domain",
+    "too large",
+    "too noisy",
+    "shift",
+    "other time",
+    "real increase",
+    "no overlap",
+    "no change",
 ]
 
 
@@ -230,6 +239,9 @@ class _Row:
     screened: list[tuple[str, int]] = field(default_factory=list)  # (member, job)
     check: Check = "no change"
     numbers: tuple[float, ...] = ()  # a, SE_a, d, SE_d, SE_diff, z_diff, z_negligible
+    moved: np.ndarray | None = None  # what fell as S rose (the rest, or the fallen members)
+    positions: np.ndarray | None = None  # the shared points on the candidate's axis
+    spans: tuple[Span, Span] = (None, None)  # when S and ``moved`` most likely changed
 
 
 class _Judge:
@@ -268,6 +280,7 @@ class _Judge:
                 own[axis] = self.batch.add(x, split)
             total_job = self.batch.add(total, split, (domain.cost_series, *axis))
             row.jobs = (own[axis], total_job, self.batch.add(x - total, split))
+            row.moved, row.positions = total - x, positions
             if not domain.summed and len(domain.members) >= 3:
                 row.screened = self._screen(cand, domain, positions, split)
         return rows
@@ -312,6 +325,7 @@ class _Judge:
             total = x + moved
             sub = _Row(row.domain, "fallen", fallen)
             sub.jobs = (row.jobs[0], self.batch.add(total, split), self.batch.add(-moved, split))
+            sub.moved, sub.positions = moved, positions
             out.append(sub)
         return out
 
@@ -346,6 +360,11 @@ class _Judge:
             negligible = abs(d) - s.negligible_share * a <= self.z * se_d + slack
             nearer_none = d < a / 2 + slack
             row.check = "shift" if significant and negligible and nearer_none else "real increase"
+            if row.check == "shift" and row.moved is not None:
+                meet, *spans = same_time(cand, row.positions, row.moved, s.same_time_mass)
+                row.spans = (spans[0], spans[1])
+                if not meet:
+                    row.check = "other time"
 
     def _verdict(self, cand: Candidate, rows: list[_Row]) -> Verdict:
         s = self.settings
@@ -364,6 +383,7 @@ class _Judge:
             "alpha": s.alpha,
             "z": self.z,
             "fallen_alpha": s.fallen_alpha,
+            "same_time_mass": s.same_time_mass,
             "domain_kinds": [r.domain.kind for r in rows],
             "domain_names": [r.domain.name for r in rows],
             "domain_scopes": [r.scope for r in rows],
@@ -381,6 +401,9 @@ class _Judge:
         for i, name in enumerate(("delta_se", "difference_se", "difference_z", "negligible_z")):
             numbers[f"domain_{name}"] = [_plain(c[3 + i]) for c in col]
         numbers["domain_checks"] = [r.check for r in rows]
+        numbers["domain_change_spans"] = [
+            [None if span is None else list(span) for span in r.spans] for r in rows
+        ]
         shift = next((r for r in rows if r.check == "shift"), None)
         numbers["shift_domain"] = None if shift is None else _label(shift)
         if shift is not None:
@@ -405,6 +428,7 @@ class _Judge:
 
 _CHECKS: tuple[Check, ...] = (
     "shift",
+    "other time",
     "real increase",
     "too noisy",
     "too large",

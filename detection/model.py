@@ -520,7 +520,10 @@ class CostShiftSettings:
     subroutines matching the regex (``re.search``) form a domain, or, with a capture group, one
     domain per captured value. ``new_share``: a level (the regression's or the domain's before
     the change) within ``new_share`` × |the regression's change| of zero did not exist before
-    the change, so the domain is new and no shift (§5.4's first check)."""
+    the change, so the domain is new and no shift (§5.4's first check). ``same_time_mass``: a
+    shift also needs the moved cost to have left when the regression arrived — the mass of the
+    credible span of the moved part's own change that must meet the regression's change-time
+    interval (``regbot.detection.shift_timing``)."""
 
     domain_cost_ratio: float = 50.0
     negligible_share: float = 0.2
@@ -528,6 +531,7 @@ class CostShiftSettings:
     alpha: float = 0.001
     fallen_alpha: float = 0.01
     new_share: float = 0.01
+    same_time_mass: float = 0.99
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from regbot.detection.change_time import change_posterior, density_interval, mass_between
+from regbot.detection.change_time import (
+    change_posterior,
+    credible_span,
+    density_interval,
+    mass_between,
+)
 from regbot.detection.changepoint import detect_change_points, detect_window_changes
 from regbot.detection.model import (
     ChangePointSettings,
@@ -259,3 +264,14 @@ def test_separate_scales_find_a_step_whose_noise_grows() -> None:
     assert post.sum() == pytest.approx(1.0)
     assert offset + post.argmax() == 7
     assert post[0, 7 - offset] >= 0.9
+
+
+def test_credible_span_is_narrow_at_a_sharp_change_and_wide_without_one() -> None:
+    rng = np.random.default_rng(12)
+    x = rng.normal(0, 1, (3, 200))
+    x[0, 120:] += 6.0  # sharp: the span holds 120 and little else
+    x[1, 80:] -= 6.0  # a drop outside the range: the range's edge, nothing inside
+    first, last = credible_span(x, 100, 150, 3, 0.99)
+    assert first[0] <= 120 <= last[0] and last[0] - first[0] <= 4
+    assert last[2] - first[2] >= 20  # no change: most of the range
+    assert credible_span(x, 150, 150, 3, 0.99)[0].tolist() == [-1, -1, -1]

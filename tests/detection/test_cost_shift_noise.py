@@ -227,6 +227,40 @@ def test_planted_class_shifts_are_removed(methods: int) -> None:
         assert by_fallen >= len(cases) // 2
 
 
+@pytest.mark.parametrize("methods", [2, 4])
+def test_a_siblings_improvement_at_another_time_is_no_shift(methods: int) -> None:
+    """The deploy's other changes: a genuine 4-10x MDE step on one method while a sibling
+    improves by as much 12 buckets earlier or later in the same window. Across the step the
+    class total (or the step plus its fallen sibling) barely moves, as for a shift; the timing
+    tells them apart: >= 90% are kept, most with the check ``other time`` and both change
+    spans in the verdict. With spans holding all of each posterior (``same_time_mass`` 1) over
+    half of them are removed, which is the failure this guards against."""
+    kept, other_time, removed_without, cases = 0, 0, 0, 0
+    for seed in range(60):
+        size = (4.0, 6.0, 10.0)[seed % 3]
+        (cand, _), context, _ = class_case(20_000 + seed, methods, size, shift=False)
+        ids = list(context.series)
+        step = cand.mean_after - cand.mean_before
+        change = int(np.searchsorted(TIMES_S, cand.change_time_s))
+        other = change + (12 if seed % 2 else -12)
+        giver = context.series[ids[1]][1].copy()
+        giver[other:] -= step
+        context = DedupContext(series={**context.series, ids[1]: (TIMES_S, giver)})
+        cases += 1
+        verdict = cost_shift_verdict(cand, context, SETTINGS)
+        kept += verdict.passed
+        if verdict.passed and "other time" in verdict.numbers["domain_checks"]:
+            other_time += 1
+            row = verdict.numbers["domain_checks"].index("other time")
+            mine, theirs = verdict.numbers["domain_change_spans"][row]
+            assert theirs[1] < mine[0] or mine[1] < theirs[0]
+        blind = cost_shift_verdict(cand, context, CostShiftSettings(same_time_mass=1.0))
+        removed_without += not blind.passed
+    assert kept / cases >= 0.9
+    assert other_time / cases >= 0.75
+    assert removed_without / cases >= 0.5
+
+
 def test_a_shift_inside_a_quiet_class_is_caught_by_its_total() -> None:
     """Three quiet methods (sampling noise only, no load): the total decides, no fallen row
     is needed beside it."""
