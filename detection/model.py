@@ -435,7 +435,8 @@ class DedupContext:
     (the candidates' and the callers present on all of a candidate's stacks). ``commit_subroutines``: commit →
     subroutines it modifies (the root-cause bitmap and the commit cost domain; `regbot run`
     supplies it from the deploy's commits, `regbot detect` has none). ``metadata``: series id → the
-    metadata annotation of its frame, if any.
+    metadata annotation of its frame, if any. ``memo``: what the run's stages work out once
+    from this context and share (the fleet's load factor, ``shared_cause.load_over_windows``).
     """
 
     series: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -444,6 +445,7 @@ class DedupContext:
     stacks: Mapping[str, StackShare] = field(default_factory=dict)
     commit_subroutines: Mapping[str, frozenset[str]] = field(default_factory=dict)
     metadata: Mapping[str, str] = field(default_factory=dict)
+    memo: dict[tuple[object, ...], object] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,7 +148,7 @@ def pairwise_dedup(
             groups,
             load_over_windows(
                 [(c.windows.historical_start_s, c.windows.end_s) for c in candidates],
-                context.series,
+                context,
                 settings.load_min_series,
             ),
             settings,

@@ -54,6 +54,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
+from regbot.detection.model import DedupContext
+
 __all__ = [
     "CLIP_Z",
     "LAGS",
@@ -213,21 +215,22 @@ class _quiet:
         self._catch.__exit__(*exc)
 
 
-_LAST: list[tuple[object, tuple[float, float, int], LoadFactor | None]] = []
-
-
 def load_over_windows(
-    windows: Sequence[tuple[float, float]],
-    series: Mapping[str, tuple[np.ndarray, np.ndarray]],
-    min_series: int,
+    windows: Sequence[tuple[float, float]], context: DedupContext, min_series: int
 ) -> LoadFactor | None:
     """The fleet's load factor over the span of ``windows`` ((start_s, end_s) per candidate:
-    its historical start and its end), or None without windows or series."""
-    if not windows or not series:
+    its historical start and its end) from the context's series, or None without windows or
+    series. SOMDedup and PairwiseDedup of one run ask for the same factor: it is worked out
+    once per context (kept in ``context.memo``)."""
+    if not windows or not context.series:
         return None
     start_s = min(start for start, _ in windows)
     end_s = max(end for _, end in windows)
-    return estimate_load(series, start_s, end_s, min_series)
+    key = ("load", float(start_s), float(end_s), int(min_series))
+    if key not in context.memo:
+        context.memo[key] = estimate_load(context.series, start_s, end_s, min_series)
+    found = context.memo[key]
+    return found if isinstance(found, LoadFactor) else None
 
 
 def estimate_load(
@@ -237,25 +240,7 @@ def estimate_load(
     min_series: int,
 ) -> LoadFactor | None:
     """The fleet's load factor from the series on the most common time axis within
-    ``[start_s, end_s]``, or None with fewer than ``min_series`` of them (module docstring).
-
-    SOMDedup and PairwiseDedup of one run ask for the same factor: the last answer is kept
-    with the mapping it came from (compared by identity, held so that it cannot be another
-    mapping at the same address) and given again for the same mapping and arguments."""
-    key = (float(start_s), float(end_s), int(min_series))
-    if _LAST and _LAST[0][0] is series and _LAST[0][1] == key:
-        return _LAST[0][2]
-    found = _estimate_load(series, start_s, end_s, min_series)
-    _LAST[:] = [(series, key, found)]
-    return found
-
-
-def _estimate_load(
-    series: Mapping[str, tuple[np.ndarray, np.ndarray]],
-    start_s: float,
-    end_s: float,
-    min_series: int,
-) -> LoadFactor | None:
+    ``[start_s, end_s]``, or None with fewer than ``min_series`` of them (module docstring)."""
     by_axis: dict[bytes, list[str]] = {}
     axes: dict[bytes, np.ndarray] = {}
     seen: dict[int, bytes] = {}  # a fleet's series usually share one times array

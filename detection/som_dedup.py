@@ -661,7 +661,7 @@ def run_load(
 ) -> LoadFactor | None:
     """The fleet's load factor over the candidates' windows (``shared_cause.estimate_load``)."""
     spans = [(c.windows.historical_start_s, c.windows.end_s) for c in candidates]
-    return load_over_windows(spans, context.series, min_series)
+    return load_over_windows(spans, context, min_series)
 
 
 def _kind_verdicts(
