@@ -79,11 +79,12 @@ class DeployChanges:
 def prepare_changes(
     commits: Sequence[Commit], index: SampleIndex | None, fuzzy_floor: float = 90.0
 ) -> DeployChanges:
-    """Candidates (merge commits left out), their matches in the profile, their documents."""
+    """Candidates (merge commits left out), their matches in the profile (cosmetic touches
+    left out: they changed no behaviour, ``attribution.cosmetic``), their documents."""
     candidates = tuple(c for c in commits if not c.is_merge)
     modified: list[tuple[str, ...]] = [() for _ in candidates]
     if index is not None:
-        every = [m for c in candidates for m in c.subroutines]
+        every = [m for c in candidates for m in c.subroutines if m.change != "cosmetic"]
         matches = match_subroutines(index.subroutines, every, fuzzy_floor=fuzzy_floor)
         owner: dict[ModifiedSubroutine, list[int]] = {}
         for k, c in enumerate(candidates):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-ChangeKind = Literal["modified", "added", "deleted"]
+ChangeKind = Literal["modified", "added", "deleted", "cosmetic"]
 Confidence = Literal["high", "low", "none"]
 
 
@@ -19,7 +19,10 @@ class ModifiedSubroutine:
     ``qualname`` is the dotted name inside the file (``Class.method``, ``outer.inner``);
     ``module`` the dotted module path for Python (``app.views``), else None. ``exact`` is True
     when the function was found by parsing the source (Python's ``ast``), False when it comes
-    from git's hunk-header function context (other languages: approximate).
+    from git's hunk-header function context (other languages: approximate). ``change`` is
+    ``cosmetic`` for a function whose lines were touched without changing what it does
+    (docstrings, comments, layout, consistent renames of locals: ``attribution.cosmetic``); such
+    a touch is listed but gets no gCPU credit.
     """
 
     path: str

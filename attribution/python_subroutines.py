@@ -15,7 +15,9 @@ produces no subroutine (it runs at import, not in a profiled call), including a 
 decorators and base classes.
 
 A function touched on either side is ``modified`` when its qualname exists on both sides,
-``added`` when only in the new source and ``deleted`` when only in the old one; so a method
+``cosmetic`` when it does but the edit left its behaviour alone (docstring, comments, layout,
+consistent renames of locals: ``cosmetic``), ``added`` when only in the new source and
+``deleted`` when only in the old one; so a method
 moved from class ``A`` to class ``B`` shows as ``A.m`` deleted and ``B.m`` added, and a renamed
 function as the old name deleted and the new one added.
 
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
 
+from regbot.attribution.cosmetic import is_cosmetic
 from regbot.attribution.hunk_subroutines import NEW, OLD, FileDiff, LineRange, hunk_subroutines
 from regbot.attribution.model import ChangeKind, ModifiedSubroutine
 
@@ -182,10 +185,13 @@ def python_subroutines(
     new = outline(new_source) if new_source is not None else _EMPTY
     if old is not None and new is not None:
         touched = new.touched(new_ranges) + old.touched(old_ranges)
-        return [
-            ModifiedSubroutine(path, qualname, _kind(qualname, old, new), old_path, module, True)
-            for qualname in dict.fromkeys(touched)
-        ]
+        found = []
+        for qualname in dict.fromkeys(touched):
+            kind = _kind(qualname, old, new)
+            if kind == "modified" and is_cosmetic(qualname, old_source or "", new_source or ""):
+                kind = "cosmetic"
+            found.append(ModifiedSubroutine(path, qualname, kind, old_path, module, True))
+        return found
     return _with_fallback(path, old, new, old_ranges, new_ranges, old_path, module, file_diff)
 
 

@@ -3,33 +3,19 @@
 from __future__ import annotations
 
 import ast
-import difflib
 from pathlib import Path
 
 from git_repo import GitRepo
+from line_ranges import ranges_between
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regbot.attribution.hunk_subroutines import (
     attributes_text,
     git_diff_config,
-    merge_lines,
     parse_diff,
 )
 from regbot.attribution.python_subroutines import module_name, outline, python_subroutines
-
-
-def ranges_between(old: str, new: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """Removed and added line ranges of ``old`` -> ``new`` (difflib, as a diff would show)."""
-    removed: list[int] = []
-    added: list[int] = []
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag in ("replace", "delete"):
-            removed += range(i1 + 1, i2 + 1)
-        if tag in ("replace", "insert"):
-            added += range(j1 + 1, j2 + 1)
-    return merge_lines(removed), merge_lines(added)
 
 
 def changes(old: str | None, new: str | None, path: str = "src/app/views.py", **kw):

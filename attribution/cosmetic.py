@@ -1,0 +1,178 @@
+"""Cosmetic edits: a touched Python function whose behaviour did not change.
+
+A commit that only rewrote a function's docstring, its comments or its layout, or renamed its
+local variables consistently, touches the function's lines but cannot have made it slower. If
+it counted as a modification it would tie with the real change on gCPU attribution (every
+sample of the regressed function lies under both) and could win on text similarity, since a
+tidy-up's title often names the function. So a touched function whose *behaviour fingerprint*
+is the same at both sides of the diff is a ``cosmetic`` touch, not a modification.
+
+The fingerprint is ``ast.dump`` (no line or column attributes, so layout and comments, which
+the parser drops, never show) of the function after:
+
+* **docstrings removed**: the first statement of the function and of every class or function
+  nested in it, when it is a string constant (a body left empty gets ``pass``);
+* **nested functions emptied**: a nested ``def``'s body is replaced by ``pass`` (its name,
+  arguments, decorators and annotations stay). Changes inside it are the nested function's own
+  (``python_subroutines`` reports it as modified by its own qualname), so they do not make the
+  enclosing function non-cosmetic a second time;
+* **local names renamed by first use**: names bound in the function's own scope (assignment
+  and augmented-assignment targets, ``for``/``with``/``except`` targets, walrus targets,
+  ``import`` aliases, ``del`` targets, the names of nested functions and classes) that are not
+  declared ``global`` or ``nonlocal`` and are not parameters become ``_local0``, ``_local1``…
+  in the order they first appear in the function. A consistent rename gives the same
+  sequence; renaming a local to the name of another, or reordering statements, does not.
+
+Parameters keep their names: a caller may pass them by keyword, so renaming one changes the
+function's interface. Names inside comprehensions, lambdas and nested functions or classes are
+renamed only where they refer to the function's own locals (closures). Annotations, default
+values and decorators count as behaviour (they are evaluated).
+
+Complexity: one deep copy and two walks of the function's subtree per touched function.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from functools import lru_cache
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+__all__ = ["function_nodes", "behaviour_fingerprint", "is_cosmetic"]
+
+
+@lru_cache(maxsize=128)
+def function_nodes(source: str | bytes) -> dict[str, ast.AST] | None:
+    """Every function and method of a source by qualname (as ``python_subroutines.outline``
+    names them: ``Class.method``, ``outer.inner``), None when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found: dict[str, ast.AST] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _FUNCTIONS):
+                found.setdefault(prefix + child.name, child)
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
+                visit(child, prefix)
+
+    visit(tree, "")
+    return found
+
+
+def is_cosmetic(qualname: str, old_source: str | bytes, new_source: str | bytes) -> bool:
+    """Whether function ``qualname`` exists on both sides with the same behaviour fingerprint
+    (module docstring); False when either side does not parse or lacks it."""
+    old, new = function_nodes(old_source), function_nodes(new_source)
+    if old is None or new is None or qualname not in old or qualname not in new:
+        return False
+    return behaviour_fingerprint(old[qualname]) == behaviour_fingerprint(new[qualname])
+
+
+def behaviour_fingerprint(function: ast.AST) -> str:
+    """The function's AST as text with docstrings, nested bodies and local names normalised."""
+    node = copy.deepcopy(function)
+    _strip_docstrings(node)
+    _empty_nested(node)
+    _rename_locals(node)
+    return ast.dump(node, annotate_fields=True, include_attributes=False)
+
+
+def _strip_docstrings(root: ast.AST) -> None:
+    for node in ast.walk(root):
+        if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                node.body = node.body[1:] or [ast.Pass()]
+
+
+def _empty_nested(root: ast.AST) -> None:
+    for node in ast.walk(root):
+        if node is not root and isinstance(node, _FUNCTIONS):
+            node.body = [ast.Pass()]
+
+
+def _rename_locals(function: ast.AST) -> None:
+    assert isinstance(function, _FUNCTIONS)
+    declared: set[str] = set()
+    parameters = {a.arg for a in _all_args(function.args)}
+    bound: list[str] = []
+    for node in _own_scope(function):
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound.append(node.id)
+        elif isinstance(node, ast.alias):
+            bound.append(node.asname or node.name.split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.append(node.name)
+        elif isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and node is not function:
+            bound.append(node.name)
+    local = {name for name in bound if name not in declared and name not in parameters}
+    order: dict[str, str] = {}
+    for node in ast.walk(function):  # first use, anywhere (closures included)
+        name = _name_of(node)
+        if name in local and name not in order:
+            order[name] = f"_local{len(order)}"
+    for node in ast.walk(function):
+        if node is function:
+            continue
+        if isinstance(node, ast.Name) and node.id in order:
+            node.id = order[node.id]
+        elif isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) in order:
+            node.asname = order[node.asname or node.name.split(".")[0]]
+        elif isinstance(node, ast.ExceptHandler) and node.name in order:
+            node.name = order[node.name]
+        elif isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and node.name in order:
+            node.name = order[node.name]
+
+
+def _own_scope(function: ast.AST):
+    """The nodes of ``function``'s own scope: not inside nested functions, classes, lambdas or
+    comprehensions (their names are theirs), but their names and decorators, which bind or
+    run in this scope."""
+    stack = list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _SCOPES):
+            if not isinstance(node, ast.Lambda):
+                stack.extend(node.decorator_list)
+            continue
+        if isinstance(node, _COMPREHENSIONS):
+            stack.extend(g.iter for g in node.generators[:1])  # evaluated in this scope
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _all_args(args: ast.arguments) -> list[ast.arg]:
+    found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    if args.vararg:
+        found.append(args.vararg)
+    if args.kwarg:
+        found.append(args.kwarg)
+    return found
+
+
+def _name_of(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.alias):
+        return node.asname or node.name.split(".")[0]
+    if isinstance(node, ast.ExceptHandler):
+        return node.name
+    if isinstance(node, (*_FUNCTIONS, ast.ClassDef)):
+        return node.name
+    return None

@@ -1,0 +1,108 @@
+"""Cosmetic edits: docstrings, comments, layout and consistent renames of locals leave a
+function's behaviour fingerprint alone; anything that changes what it does does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from line_ranges import ranges_between
+
+from regbot.attribution.cosmetic import is_cosmetic
+from regbot.attribution.python_subroutines import python_subroutines
+
+OLD = '''
+import re
+
+PATTERN = re.compile("a+")
+
+
+def tokens(text, limit=10):
+    """Split text into tokens."""
+    found = []  # the tokens so far
+    for match in PATTERN.finditer(text):
+        found.append(match.group(0))
+        if len(found) >= limit:
+            break
+    return found
+
+
+def counter(items):
+    total = 0
+
+    def bump(step):
+        nonlocal total
+        total += step
+
+    for item in items:
+        bump(item)
+    return total
+'''
+
+
+def edited(old: str, new: str, qualname: str = "tokens") -> bool:
+    return is_cosmetic(qualname, old, new)
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        OLD.replace('"""Split text into tokens."""', '"""Split ``text``.\n\n    Long.\n    """'),
+        OLD.replace("  # the tokens so far", ""),
+        OLD.replace("found = []", "found = [\n    ]"),
+        OLD.replace("found", "result"),  # a consistent rename of a local
+        OLD.replace("match", "hit"),
+        OLD.replace('    """Split text into tokens."""\n', ""),  # docstring removed
+    ],
+)
+def test_cosmetic_edits(new: str) -> None:
+    assert new != OLD
+    assert edited(OLD, new)
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        OLD.replace(">= limit", "> limit"),
+        OLD.replace("limit=10", "limit=20"),  # a default value is behaviour
+        OLD.replace("limit", "maximum"),  # a parameter: callers pass it by keyword
+        OLD.replace("found.append(match.group(0))", "found.append(match.group(0).lower())"),
+        OLD.replace("    return found\n", "    return list(found)\n"),
+        OLD.replace("found = []  # the tokens so far", "found = []\n    text = text * 2"),
+        OLD.replace("PATTERN.finditer", "re.finditer"),  # a global, not a local
+        # a local renamed to a global it then shadows
+        OLD.replace(
+            "found.append(match.group(0))",
+            "PATTERN = match\n        found.append(PATTERN.group(0))",
+        ),
+    ],
+)
+def test_behaviour_changes(new: str) -> None:
+    assert not edited(OLD, new)
+
+
+def test_renames_must_be_consistent() -> None:
+    swapped = OLD.replace("for match in PATTERN", "for found2 in PATTERN")
+    assert not edited(OLD, swapped)  # the loop variable renamed at its binding only
+
+
+def test_closures_and_nonlocal() -> None:
+    # the nested function's body is its own; a nonlocal name stays a name of the outer scope
+    assert edited(OLD, OLD.replace("total", "count"), "counter")
+    assert edited(OLD, OLD.replace("total += step", "total += step * 2"), "counter")
+    assert not edited(OLD, OLD.replace("total += step", "total += step * 2"), "counter.bump")
+    assert not edited(OLD, OLD.replace("bump(item)", "bump(item + 1)"), "counter")
+
+
+def test_python_subroutines_reports_cosmetic_touches_as_such() -> None:
+    new = OLD.replace('"""Split text into tokens."""', '"""Tokens."""').replace(
+        "total += step", "total += 2 * step"
+    )
+    old_ranges, new_ranges = ranges_between(OLD, new)
+    found = python_subroutines("src/lib/text.py", OLD, new, old_ranges, new_ranges)
+    kinds = {s.qualname: s.change for s in found}
+    assert kinds == {"tokens": "cosmetic", "counter.bump": "modified"}
+
+
+def test_missing_or_unparsable_sides_are_not_cosmetic() -> None:
+    assert not is_cosmetic("tokens", OLD, "def (")
+    assert not is_cosmetic("tokens", OLD, OLD.replace("def tokens", "def words"))
