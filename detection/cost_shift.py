@@ -44,16 +44,21 @@ order:
    |delta|`` (``CostShiftSettings.new_share``, 1%) — not a shift here (§5.4's first check);
 3. ``too large``: ``|domain before| > domain_cost_ratio × |delta|`` (§5.4's second check, as
    documented in ``CostShiftSettings``);
-4. ``too noisy``: ``a <= SE_d`` — the domain's change cannot be told from the candidate's own
+4. ``e``, the domain's rise if ``S``'s were real: ``a`` for most series, and for CPU shares
+   (normalised: extra work raises a share ``b`` by ``a`` and the domain ``c`` holding it by
+   ``a(1 − c)/(1 − b)``) less for a big domain, nothing for one on every sample.
+   ``cannot move``: ``e <= SE_d`` and ``e < a / 2`` — the domain is too close to the whole
+   program to show the rise, so its flat share is no evidence of a shift; ``too noisy``:
+   ``e <= SE_d`` otherwise — the domain's change cannot be told from the candidate's own
    within one standard error, so the domain says nothing (the noise-based form of the second
    check: a big domain with a quiet total stays usable, a small noisy one does not);
 5. ``shift`` when both hold (§5.4's third check as a test): the difference is significant,
-   ``z_diff = (a - d) / SE_diff > z`` with ``SE_diff`` measured on the difference series
+   ``z_diff = (e - d) / SE_diff > z`` with ``SE_diff`` measured on the difference series
    ``S - domain`` itself (minus the rest of the domain, so the load term they share cancels as
    it does in the data), one-sided at ``alpha``; and the domain's change is consistent with
    negligible, ``z_negligible = (|d| - negligible_share × a) / SE_d <= z`` (a domain that fell
    by far more than ``S`` rose lost cost, it did not move it into ``S``); and its change is
-   nearer to none than to the regression's (``d < a / 2``: of the two readings, "the domain
+   nearer to none than to the regression's (``d < e / 2``: of the two readings, "the domain
    is unchanged" and "the regression reached the domain's total", the likelier one under
    normal noise of one scale — a noisy domain's "consistent with negligible" alone let a
    sibling's chance dip to half of a real step turn the step into a "shift");
@@ -119,6 +124,7 @@ Check = Literal[
     "new domain",
     "too large",
     "too noisy",
+    "cannot move",
     "shift",
     "other time",
     "real increase",
@@ -238,7 +244,7 @@ class _Row:
     jobs: tuple[int, int, int] | None = None  # candidate, domain, difference
     screened: list[tuple[str, int]] = field(default_factory=list)  # (member, job)
     check: Check = "no change"
-    numbers: tuple[float, ...] = ()  # a, SE_a, d, SE_d, SE_diff, z_diff, z_negligible
+    numbers: tuple[float, ...] = ()  # a, SE_a, d, SE_d, SE_diff, z_diff, z_negligible, e
     moved: np.ndarray | None = None  # what fell as S rose (the rest, or the fallen members)
     positions: np.ndarray | None = None  # the shared points on the candidate's axis
     spans: tuple[Span, Span] = (None, None)  # when S and ``moved`` most likely changed
@@ -342,9 +348,10 @@ class _Judge:
         a, se_a = sign * b.delta(row.jobs[0]), b.se[row.jobs[0]]
         d, se_d = sign * b.delta(row.jobs[1]), b.se[row.jobs[1]]
         se_diff = b.se[row.jobs[2]]
-        z_diff = _ratio(a - d, se_diff)
+        e = _expected_rise(cand, a, row.before)
+        z_diff = _ratio(e - d, se_diff)
         z_negligible = _ratio(abs(d) - s.negligible_share * a, se_d)
-        row.numbers = (a, se_a, d, se_d, se_diff, z_diff, z_negligible)
+        row.numbers = (a, se_a, d, se_d, se_diff, z_diff, z_negligible, e)
         tiny = s.new_share * scale
         if not a > 0:
             row.check = "no change"
@@ -352,13 +359,13 @@ class _Judge:
             row.check = "new domain"
         elif abs(row.before) > s.domain_cost_ratio * scale:
             row.check = "too large"
-        elif a <= se_d:
-            row.check = "too noisy"
+        elif e <= se_d:
+            row.check = "cannot move" if e < a / 2 else "too noisy"
         else:
             slack = 1e-9 * (abs(a) + abs(d))  # exact data: the boundary itself is negligible
-            significant = a - d > self.z * se_diff + slack
+            significant = e - d > self.z * se_diff + slack
             negligible = abs(d) - s.negligible_share * a <= self.z * se_d + slack
-            nearer_none = d < a / 2 + slack
+            nearer_none = d < e / 2 + slack
             row.check = "shift" if significant and negligible and nearer_none else "real increase"
             if row.check == "shift" and row.moved is not None:
                 meet, *spans = same_time(cand, row.positions, row.moved, s.same_time_mass)
@@ -371,7 +378,7 @@ class _Judge:
         for row in rows:
             self._decide(cand, row)
         delta = cand.delta
-        col = [r.numbers or (math.nan,) * 7 for r in rows]
+        col = [r.numbers or (math.nan,) * 8 for r in rows]
         numbers: dict[str, object] = {
             "subroutine": subroutine_of_series(cand.series_id),
             "candidate_before": _plain(cand.mean_before),
@@ -400,6 +407,7 @@ class _Judge:
         ]
         for i, name in enumerate(("delta_se", "difference_se", "difference_z", "negligible_z")):
             numbers[f"domain_{name}"] = [_plain(c[3 + i]) for c in col]
+        numbers["domain_expected_change"] = [_plain(sign * c[7]) for c in col]
         numbers["domain_checks"] = [r.check for r in rows]
         numbers["domain_change_spans"] = [
             [None if span is None else list(span) for span in r.spans] for r in rows
@@ -407,7 +415,7 @@ class _Judge:
         shift = next((r for r in rows if r.check == "shift"), None)
         numbers["shift_domain"] = None if shift is None else _label(shift)
         if shift is not None:
-            a, se_a, d, se_d, _, z_diff, z_neg = shift.numbers
+            a, se_a, d, se_d, _, z_diff, z_neg, _ = shift.numbers
             reason = (
                 f"cost shift within {_label(shift, quoted=True)} ({_members(shift)} members): "
                 f"domain change {d:+.4g} ± {se_d:.2g} vs the regression's {a:+.4g} ± {se_a:.2g} "
@@ -431,11 +439,23 @@ _CHECKS: tuple[Check, ...] = (
     "other time",
     "real increase",
     "too noisy",
+    "cannot move",
     "too large",
     "new domain",
     "no overlap",
     "no change",
 )
+
+
+def _expected_rise(cand: Candidate, a: float, domain_before: float) -> float:
+    """How much the domain's share would rise if the candidate's rise ``a`` were real (oriented
+    units). CPU shares are normalised: extra work of ``x`` (a share of the old total) raises a
+    share ``b`` by ``x(1 − b)`` to first order, so the domain ``c`` that holds it rises by
+    ``a(1 − c)/(1 − b)``: ``a`` for small shares, nothing for a domain on every sample (a caller
+    near 1 cannot rise, so its flat share is no evidence of a shift). Other kinds: ``a``."""
+    if cand.kind != "gcpu" or not 0 <= cand.mean_before < 1 or not 0 <= domain_before <= 1:
+        return a
+    return a * min(1.0, (1.0 - domain_before) / (1.0 - cand.mean_before))
 
 
 def _split(positions: np.ndarray, cand: Candidate) -> int:

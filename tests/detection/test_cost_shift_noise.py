@@ -306,13 +306,16 @@ def test_the_verdict_shows_both_changes_their_errors_and_the_decision() -> None:
             assert min(se_a, se_d, se_diff) > 0
             assert a == pytest.approx(cand.delta, rel=1e-9)  # the same split, the same points
             assert d == pytest.approx(n["domain_after"][i] - n["domain_before"][i])
-            assert z_diff == pytest.approx((a - d) / se_diff)
+            e = n["domain_expected_change"][i]  # a shrunk by the share's normalisation
+            b, c = n["candidate_before"], n["domain_before"][i]
+            assert e == pytest.approx(a * (1 - c) / (1 - b))
+            assert z_diff == pytest.approx((e - d) / se_diff)
             assert z_neg == pytest.approx((abs(d) - SETTINGS.negligible_share * a) / se_d)
-            if check in ("shift", "real increase"):
-                assert a > se_d
-                assert (check == "shift") == (z_diff > z and z_neg <= z and d < a / 2)
+            if check in ("shift", "real increase", "other time"):
+                assert e > se_d
+                assert (check != "real increase") == (z_diff > z and z_neg <= z and d < e / 2)
             elif check == "too noisy":
-                assert a <= se_d
+                assert a / 2 <= e <= se_d
             if n["domain_scopes"][i] == "fallen":
                 assert n["domain_members"][i] == 1 + len(n["domain_fallen"][i].split(", "))
             else:
