@@ -305,9 +305,10 @@ def _percent(value: float) -> str:
 
 def format_relative(value: float | None) -> str:
     """A signed relative change as a percentage: one decimal (``+12.3%``), or two significant
-    digits below 0.1% so a small change does not read as zero."""
+    digits below 0.1% so a small change does not read as zero; "new" where there is none (the
+    level before was zero or near it: ``detection.ratios``)."""
     if value is None or not math.isfinite(value):
-        return "n/a"
+        return "new"
     return _signed(_percent(value), value)
 
 

@@ -107,7 +107,7 @@ def detection_table(report: dict) -> Table:
             f"{r['before']:.6g}",
             f"{r['after']:.6g}",
             f"{r['delta']:+.6g}",
-            f"{relative:+.2%}" if relative is not None else "-",
+            f"{relative:+.2%}" if relative is not None else "new",
             f"{p_value:.2g}" if p_value is not None else "-",
         )
     if not report["regressions"]:

@@ -81,6 +81,7 @@ from regbot.detection.model import (
     Verdict,
     WindowBounds,
 )
+from regbot.detection.ratios import relative_change
 from regbot.detection.season_adjust import subtract_phase_profile
 from regbot.detection.seasonality import choose_period, decompose
 
@@ -319,7 +320,7 @@ def detect_long_term(
         "baseline": baseline,
         "current": current,
         "delta": delta,
-        "relative_delta": delta / abs(baseline) if baseline != 0 else None,
+        "relative_delta": relative_change(baseline, delta),
         "threshold": float(threshold.value),
         "threshold_mode": threshold.mode,
         "baseline_historical": starts[0],

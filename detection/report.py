@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from regbot.detection.model import Candidate
 from regbot.detection.pipeline import WINDOW_NAMES, DetectionResult
+from regbot.detection.ratios import relative_change
 from regbot.detection.same_regression import regression_id
 
 if TYPE_CHECKING:
@@ -23,7 +24,8 @@ def regression_entry(
     candidate: Candidate, group: str | None = None, duplicates: list[str] | None = None
 ) -> dict[str, object]:
     """One regression in SPEC §4 form; before/after/delta are in the series' own direction and
-    unit (a throughput drop has a negative delta), ``relative_delta`` = delta / |before|.
+    unit (a throughput drop has a negative delta), ``relative_delta`` = delta / |before|, null
+    where ``before`` is zero or near it (``ratios.relative_change``: a new cost).
     Beside SPEC §4: ``change_time_interval`` [first, last] in epoch seconds, the points the
     change may have come at (``detection/change_time.py``: the deploy lies after the point
     before ``first`` and at or before ``last``); null when the detector gives none (long-term)."""
@@ -44,7 +46,7 @@ def regression_entry(
         "before": _json_number(before),
         "after": _json_number(after),
         "delta": _json_number(delta),
-        "relative_delta": _json_number(delta / abs(before)) if before else None,
+        "relative_delta": relative_change(before, delta),
         "p_value": _json_number(candidate.p_value),
         "group": group or rid,
         "duplicates": list(duplicates or []),

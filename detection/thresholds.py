@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from regbot.detection.model import Candidate, Threshold, Verdict
+from regbot.detection.ratios import relative_change
 
 
 def threshold_verdict(candidate: Candidate, threshold: Threshold) -> Verdict:
     """Compare the oriented change (positive = worse, so a throughput drop counts) with the
     threshold: ``absolute`` in the series' unit (a gCPU share: 0.0001 is 0.01 percentage points),
-    ``relative`` as a share of the level before the change (|before|; a zero level makes any
-    increase infinitely large, so it passes)."""
+    ``relative`` as a share of the level before the change (|before|; a zero level, or one near
+    zero by ``ratios.relative_change``, makes any increase infinitely large, so it passes)."""
     delta = candidate.delta
     before = abs(candidate.mean_before)
-    relative = delta / before if before > 0 else (float("inf") if delta > 0 else 0.0)
+    ratio = relative_change(before, delta)
+    relative = ratio if ratio is not None else (float("inf") if delta > 0 else 0.0)
     measured = delta if threshold.mode == "absolute" else relative
     passed = measured >= threshold.value
     return Verdict(

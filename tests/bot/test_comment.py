@@ -359,7 +359,7 @@ def test_numbers_are_formatted_as_specified() -> None:
     assert format_relative(0.123) == "+12.3%"
     assert format_relative(-0.0294) == "-2.9%"
     assert format_relative(0.0004) == "+0.04%"
-    assert format_relative(None) == "n/a"
+    assert format_relative(None) == "new"
     assert format_number(1000.078) == "1,000"
     assert format_number(123456.7) == "123,457"
     assert format_number(970.64) == "971"
