@@ -85,7 +85,13 @@ def prepare_changes(
     modified: list[tuple[str, ...]] = [() for _ in candidates]
     if index is not None:
         every = [m for c in candidates for m in c.subroutines if m.change != "cosmetic"]
-        matches = match_subroutines(index.subroutines, every, fuzzy_floor=fuzzy_floor)
+        known: dict[str, frozenset[str]] = {}
+        for c in candidates:
+            for path, names in c.functions:
+                known[path] = known.get(path, frozenset()) | names
+        matches = match_subroutines(
+            index.subroutines, every, fuzzy_floor=fuzzy_floor, known_functions=known
+        )
         owner: dict[ModifiedSubroutine, list[int]] = {}
         for k, c in enumerate(candidates):
             for m in c.subroutines:

@@ -51,7 +51,7 @@ from regbot.attribution.hunk_subroutines import (
     parse_diff,
 )
 from regbot.attribution.model import Commit, ModifiedSubroutine
-from regbot.attribution.python_subroutines import module_name, python_subroutines
+from regbot.attribution.python_subroutines import module_name, outline, python_subroutines
 from regbot.errors import InputError
 
 MAX_IDENTIFIERS = 500
@@ -218,6 +218,29 @@ def subroutines_of(files: Sequence[FileDiff], read_blob: BlobReader) -> list[Mod
     return found
 
 
+def functions_of(
+    files: Sequence[FileDiff], read_blob: BlobReader
+) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Every function of each Python file one commit changed, at either side of its diff, by
+    path (and by the path before a rename): the outline frame matching checks before it
+    matches a frame fuzzily (``frame_match``). Files that do not parse on either side give
+    what the other side has."""
+    found: dict[str, frozenset[str]] = {}
+    for file in files:
+        if file.binary or diff_driver_for(file.path) != "python":
+            continue
+        names: frozenset[str] = frozenset()
+        for blob in (file.old_blob, file.new_blob):
+            source = read_blob(blob) if blob else None
+            parsed = outline(source) if source is not None else None
+            if parsed is not None:
+                names |= parsed.qualnames
+        for path in (file.path, file.renamed_from):
+            if path and names:
+                found[path] = found.get(path, frozenset()) | names
+    return tuple(sorted(found.items()))
+
+
 # ---------------------------------------------------------------------------------------------
 # git.
 
@@ -227,6 +250,7 @@ class _Analysis:
     files: tuple[str, ...]
     identifiers: tuple[str, ...]
     subroutines: tuple[ModifiedSubroutine, ...]
+    functions: tuple[tuple[str, frozenset[str]], ...] = ()
 
 
 class _GitLog:
@@ -408,11 +432,12 @@ def _read(repo: git.Repo, log: _GitLog, max_diff_chars: int) -> list[Commit]:
 
     def analyse(sha: str, lines: list[str]) -> None:
         files = parse_diff(lines)
-        subroutines = () if sha in merges else tuple(subroutines_of(files, read_blob))
+        merge = sha in merges
         analyses[sha] = _Analysis(
             files=tuple(dict.fromkeys(file.path for file in files)),
             identifiers=identifiers_of(_changed_texts(files)),
-            subroutines=subroutines,
+            subroutines=() if merge else tuple(subroutines_of(files, read_blob)),
+            functions=() if merge else functions_of(files, read_blob),
         )
 
     log.patches(["-U0", "--inter-hunk-context=0", "--full-index"], analyse)
@@ -441,6 +466,7 @@ def _read(repo: git.Repo, log: _GitLog, max_diff_chars: int) -> list[Commit]:
                 pull_request=numbers[header.sha],
                 diff=diffs.get(header.sha, ""),
                 subroutines=analysis.subroutines,
+                functions=analysis.functions,
                 identifiers=analysis.identifiers,
                 is_merge=header.is_merge,
             )

@@ -19,9 +19,16 @@ exact rules, and one ``rapidfuzz.process.cdist`` per candidate group for the fuz
     (``inner`` vs ``inner``) rests on the name and these checks alone: a heuristic, which
     knowingly matches e.g. a C ``main`` of another binary built from the same repository. A
     file of unknown language (``.ixx``) can match with 2+ shared components, never with 1.
-(c) fuzzy fallback, for pairs that (a)/(b) would accept but for the name: ``fuzz.ratio`` on the
-    last two dotted components (``Class.method``, ``pkg.func``; the name alone when either side
-    has one component) at or above ``fuzzy_floor``, score ratio/100. At 90 a one-character
+(c) fuzzy fallback, for pairs that (a)/(b) would accept but for the name, and only for frames
+    whose function is absent from the file's outline (``known_functions``: every function of
+    each modified Python file at both sides of its diff). A frame naming a function that exists
+    there is that function, modified or not: ``Cls._token_matching`` is never a rename of
+    ``Cls.token_not_matching`` when both are in the file. Fuzzy matching is for what the
+    outline cannot see (a renamed function whose old name a profile still shows, other
+    languages): ``fuzz.ratio`` on the innermost names (qualifiers share most characters and
+    inflate the ratio: ``Cls._token_matching``/``Cls.token_not_matching`` 90.6 qualified, 84.8
+    by name) at or above ``fuzzy_floor``, score ratio/100; where both names are qualified, the
+    qualifiers must be equal (a renamed method stays in its class). At 90 a one-character
     rename of a name of 10+ characters (``handle_request`` → ``handle_requests``: 96.6) or a
     suffix added to a short one (``parse`` → ``parse2``: 90.9) matches, while the pairs that
     differ in meaning do not: ``get``/``set`` score 66.7, ``read``/``load`` 50, ``encode``/
@@ -38,7 +45,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -514,12 +521,14 @@ def match_subroutines(
     modified: Sequence[ModifiedSubroutine],
     *,
     fuzzy_floor: float = 90.0,
+    known_functions: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, list[tuple[ModifiedSubroutine, float]]]:
     """For each profile subroutine that is one of the modified subroutines, those it is, with a
     score: 1.0 for the exact rules (a)/(b), ``ratio/100`` for the fuzzy rule (c), which applies
-    only to subroutines no exact rule matched. Subroutines matching nothing are left out. Each
-    list is best first (ties in the order of ``modified``); a modified subroutine given twice
-    counts once.
+    only to subroutines no exact rule matched and whose function is not in ``known_functions``
+    (file path → the qualnames of every function in it at either side of the diff).
+    Subroutines matching nothing are left out. Each list is best first (ties in the order of
+    ``modified``); a modified subroutine given twice counts once.
 
     Cost: one normalisation per distinct subroutine (cached), a dict lookup by innermost name
     for (a)/(b), and for (c) one ``cdist`` per group of candidates sharing a file name (frames
@@ -539,6 +548,7 @@ def match_subroutines(
         for file_name in {p[-1] for p in target.paths if p}:
             by_file_name[file_name].append(target)
 
+    outline = _Outline(known_functions or {})
     result: dict[str, list[tuple[ModifiedSubroutine, float]]] = {}
     unmatched: dict[tuple[str, frozenset[str]], list[tuple[str, FrameName, tuple[str, ...]]]]
     unmatched = defaultdict(list)
@@ -552,7 +562,7 @@ def match_subroutines(
             result[subroutine] = [(t.sub, 1.0) for t in hits]
         elif frame.file is None:
             unmatched[("", frame.languages)].append((subroutine, frame, frame_path))
-        elif frame_path and frame_path[-1] in by_file_name:
+        elif frame_path and frame_path[-1] in by_file_name and not outline.has(frame, frame_path):
             unmatched[(frame_path[-1], frozenset())].append((subroutine, frame, frame_path))
 
     for (file_name, languages), frames in unmatched.items():
@@ -565,6 +575,9 @@ def match_subroutines(
             target = group[j]
             if frame.name == target.name or _word_replaced(frame.name, target.name, fuzzy_floor):
                 continue
+            both_qualified = len(frame.parts) > 1 and len(target.qual) > 1
+            if both_qualified and frame.parts[-2] != target.qual[-2]:
+                continue  # a renamed method stays in its class
             if not _compatible(frame, frame_path, target, 0):
                 continue
             result.setdefault(subroutine, []).append((target.sub, score / 100.0))
@@ -578,30 +591,42 @@ def match_subroutines(
 def _fuzzy_pairs(
     frames: Sequence[FrameName], targets: Sequence[_Target], floor: float
 ) -> Iterable[tuple[int, int, float]]:
-    """(frame index, target index, ratio) for every pair at or above ``floor``: the last two
-    components compared when both names have two or more, else the innermost names."""
+    """(frame index, target index, ratio) for every pair whose innermost names reach
+    ``floor``."""
     if not frames or not targets:
         return
-    long_frames = [i for i, f in enumerate(frames) if len(f.parts) >= 2]
-    short_frames = [i for i, f in enumerate(frames) if len(f.parts) < 2]
-    long_targets = [j for j, t in enumerate(targets) if len(t.qual) >= 2]
-    short_targets = [j for j, t in enumerate(targets) if len(t.qual) < 2]
-    every_target = list(range(len(targets)))
-    blocks = (
-        (long_frames, long_targets, 2),
-        (long_frames, short_targets, 1),
-        (short_frames, every_target, 1),
+    queries = [f.parts[-1] for f in frames]
+    choices = [t.qual[-1] for t in targets]
+    scores = process.cdist(
+        queries, choices, scorer=fuzz.ratio, score_cutoff=floor, dtype=np.float32, workers=-1
     )
-    for frame_ids, target_ids, width in blocks:
-        if not frame_ids or not target_ids:
-            continue
-        queries = [".".join(frames[i].parts[-width:]) for i in frame_ids]
-        choices = [".".join(targets[j].qual[-width:]) for j in target_ids]
-        scores = process.cdist(
-            queries, choices, scorer=fuzz.ratio, score_cutoff=floor, dtype=np.float32, workers=-1
-        )
-        for row, col in zip(*np.nonzero(scores >= floor)):
-            yield frame_ids[row], target_ids[col], float(scores[row, col])
+    for row, col in zip(*np.nonzero(scores >= floor)):
+        yield int(row), int(col), float(scores[row, col])
+
+
+class _Outline:
+    """Every function of the modified files (both sides of their diffs), for the question "does
+    the file have this frame's function?"."""
+
+    def __init__(self, known: Mapping[str, frozenset[str]]) -> None:
+        self.by_file: dict[str, list[tuple[tuple[str, ...], set[tuple[str, ...]]]]] = {}
+        for path, qualnames in known.items():
+            components = path_components(path)
+            if not components:
+                continue
+            language = language_of(path)
+            names = {qualname_components(q, language) for q in qualnames}
+            self.by_file.setdefault(components[-1], []).append((components, names))
+
+    def has(self, frame: FrameName, frame_path: tuple[str, ...]) -> bool:
+        for path, names in self.by_file.get(frame_path[-1], ()):
+            if not paths_agree(frame_path, path):
+                continue
+            for name in names:
+                shared = _shared_suffix(frame.parts, name)
+                if shared and shared == min(len(frame.parts), len(name)):
+                    return True
+        return False
 
 
 def _word_replaced(a: str, b: str, floor: float) -> bool:

@@ -50,7 +50,9 @@ class Commit:
     ``pull_request`` is the PR number the history shows (a merge commit's ``Merge pull request
     #N`` or a squash title's ``(#N)``), None when it does not. ``diff`` is the unified diff
     against the first parent (capped in size); ``identifiers`` the identifiers on the added and
-    removed lines.
+    removed lines; ``functions`` every function of each Python file it changed, at either
+    side of the diff (path → qualnames), so that frame matching knows which frames name a
+    function that exists.
     """
 
     sha: str
@@ -64,6 +66,7 @@ class Commit:
     subroutines: tuple[ModifiedSubroutine, ...] = ()
     identifiers: tuple[str, ...] = ()
     is_merge: bool = False
+    functions: tuple[tuple[str, frozenset[str]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,8 @@ def test_only_the_behaviour_change_is_credited(tmp_path: Path) -> None:
         [("tokens", "cosmetic")],
         [("tokens", "cosmetic")],
     ]
+    # every function of the changed file, for frame matching (a frame naming one is only it)
+    assert commits[0].functions == (("lib/text.py", frozenset({"tokens", "main"})),)
     frames = "main (lib/text.py:16);tokens (lib/text.py:9)"
     index = index_of(
         tmp_path,

@@ -373,7 +373,38 @@ def test_fuzzy_does_not_match_different_verbs_or_qualifiers() -> None:
     serve = ModifiedSubroutine("app/svc.py", "Svc1.serve", module="app.svc")
     assert matches("Svc2.serve (app/svc.py)", serve) == []  # same name: the exact rules decide
     server = ModifiedSubroutine("app/svc.py", "Svc.server", module="app.svc")
-    assert matches("Svc.serve (app/svc.py)", server) == [(server, pytest.approx(18 / 19))]
+    assert matches("Svc.serve (app/svc.py)", server) == [(server, pytest.approx(10 / 11))]
+    assert matches("Other.serve (app/svc.py)", server) == []  # a rename stays in its class
+
+
+def test_a_function_in_the_files_outline_is_only_itself() -> None:
+    """Frame identity before fuzziness: ``TokenList._token_matching`` and
+    ``TokenList.token_not_matching`` (sqlparse)
+    both exist in the file, so the modified one is never matched to the other's frame (90.6 by
+    qualified name; the innermost names score 84.8, under the floor, too). A frame whose
+    function the outline lacks (renamed away) may still match fuzzily, by innermost name."""
+    path = "sqlparse/sql.py"
+    qualified = ("TokenList._token_matching", "TokenList.token_not_matching")
+    modified = ModifiedSubroutine(path, qualified[1], module="sqlparse.sql")
+    frame = f"{qualified[0]} ({path})"
+    assert fuzz.ratio(*qualified) == pytest.approx(90.6, abs=0.05)
+    outline = {path: frozenset({*qualified, "group"})}
+    assert match_subroutines([frame], [modified], known_functions=outline) == {}
+    by_name = fuzz.ratio("_token_matching", "token_not_matching") / 100  # 0.848
+    assert match_subroutines([frame], [modified]) == {}
+    assert match_subroutines([frame], [modified], fuzzy_floor=80) == {
+        frame: [(modified, pytest.approx(by_name))]
+    }
+    assert match_subroutines([frame], [modified], fuzzy_floor=80, known_functions=outline) == {}
+    renamed = ModifiedSubroutine("app/views.py", "handle_request", module="app.views")
+    old_frame = "handle_requests (app/views.py)"  # the old name, gone from both sides
+    known = {"app/views.py": frozenset({"handle_request", "other"})}
+    score = fuzz.ratio("handle_requests", "handle_request") / 100
+    assert match_subroutines([old_frame], [renamed], known_functions=known) == {
+        old_frame: [(renamed, pytest.approx(score))]
+    }
+    known = {"app/views.py": frozenset({"handle_request", "handle_requests"})}
+    assert match_subroutines([old_frame], [renamed], known_functions=known) == {}
 
 
 def test_fuzzy_scores_match_rapidfuzz_on_many_random_names() -> None:
