@@ -688,11 +688,12 @@ class GitHubSettings:
 
 @dataclass(frozen=True, slots=True)
 class GateSettings:
-    """The gate (a commit status named ``name``): it fails on any reported regression, on
+    """The gate (a commit status named ``name``): it fails on any reported regression (the
+    default: a regression's size and evidence decide, not whom attribution could name), on
     high-confidence ones only, or never; regressions with ``|delta| < min_delta`` (the series'
     unit) are ignored; ``on_missing_baseline`` is the state when there is no historical data."""
 
-    fail_on: FailOn = _setting("high-confidence", _fail_on)
+    fail_on: FailOn = _setting("any", _fail_on)
     min_delta: float = _setting(0.0, _non_negative)
     on_missing_baseline: OnMissingBaseline = _setting("neutral", _on_missing_baseline)
     name: str = _setting("regbot/performance", _text)

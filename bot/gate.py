@@ -2,9 +2,16 @@
 
 Decision table, first match wins:
 
-1. ``failure`` when a reported regression fails the policy: ``fail_on: any`` — any regression
-   with ``|delta| >= min_delta``; ``fail_on: high-confidence`` — such a regression whose
-   attribution confidence is ``high``; ``fail_on: never`` — none. ``delta`` is in the series'
+1. ``failure`` when a reported regression fails the policy: ``fail_on: any`` (the default) —
+   any regression with ``|delta| >= min_delta``; ``fail_on: high-confidence`` — such a
+   regression whose attribution confidence is ``high``; ``fail_on: never`` — none. A reported
+   regression has already passed the detector's test, its filters and the workload's threshold,
+   so by default its size and evidence decide; attribution's confidence decides whom the
+   comment names, and a tie between two suspects (confidence ``low``, both named) must not let
+   a lasting regression through. A regression an earlier run already reported (its
+   ``same_regression`` verdict: ``seen_before``) whose change lies before this run's analysis
+   window never fails this run's gate: it is an earlier deploy's, and that deploy's gate judged
+   it (a re-run of the same deploy still fails on it). ``delta`` is in the series'
    own unit (a gCPU share for gCPU series); a regression whose delta is unknown (null in the
    report) is counted only when ``min_delta`` is 0, since its size cannot be compared.
 2. A missing baseline (:mod:`regbot.bot.baseline`) applies ``on_missing_baseline``:
@@ -70,9 +77,12 @@ class GateDecision:
         }
 
 
-def fails_policy(view: RegressionView, settings: GateSettings) -> bool:
-    """Whether one reported regression fails the gate policy (rule 1 of the module docstring)."""
-    if settings.fail_on == "never":
+def fails_policy(
+    view: RegressionView, settings: GateSettings, analysis_start_s: float | None = None
+) -> bool:
+    """Whether one reported regression fails the gate policy (rule 1 of the module docstring);
+    ``analysis_start_s``: where this run's analysis window starts (the deploy)."""
+    if settings.fail_on == "never" or earlier_deploys(view, analysis_start_s):
         return False
     if view.delta is None:
         big_enough = settings.min_delta == 0
@@ -81,6 +91,22 @@ def fails_policy(view: RegressionView, settings: GateSettings) -> bool:
     if not big_enough:
         return False
     return settings.fail_on == "any" or view.confidence == "high"
+
+
+def earlier_deploys(view: RegressionView, analysis_start_s: float | None) -> bool:
+    """Whether an earlier run already reported this regression (its ``same_regression`` verdict
+    says so) with its change before this run's analysis window: it belongs to an earlier
+    deploy, which that deploy's gate judged. A re-run of the same deploy still judges it."""
+    seen = view.verdicts.get("same_regression", {}).get("seen_before") is True
+    return seen and analysis_start_s is not None and view.change_time_s < analysis_start_s
+
+
+def _analysis_start(report: Mapping[str, object]) -> float | None:
+    window = report.get("window")
+    analysis = window.get("analysis") if isinstance(window, Mapping) else None
+    if isinstance(analysis, Sequence) and analysis and isinstance(analysis[0], int | float):
+        return float(analysis[0])
+    return None
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:
@@ -143,8 +169,9 @@ def decide_gate(report: Mapping[str, object], settings: GateSettings) -> GateDec
     ``feedback``), under ``settings`` (module docstring)."""
     entries = [e for e in report.get("regressions", []) or [] if isinstance(e, Mapping)]
     views = [(read_regression(e, f"report.regressions[{i}]"), e) for i, e in enumerate(entries)]
-    failing = [(v, e) for v, e in views if fails_policy(v, settings)]
-    others = [(v, e) for v, e in views if not fails_policy(v, settings)]
+    start = _analysis_start(report)
+    failing = [(v, e) for v, e in views if fails_policy(v, settings, start)]
+    others = [(v, e) for v, e in views if not fails_policy(v, settings, start)]
     missing = [m for m in report.get("missing_baseline", []) or [] if isinstance(m, Mapping)]
     n_missing = len(missing)
     missing_text = (

@@ -679,7 +679,7 @@ def test_the_real_run_comments_on_the_culprits_pull_request_and_fails_the_gate(s
     regression = report["regressions"][0]
     assert regression["confidence"] == "high"
     assert regression["candidates"][0]["commit"] == scenario.shas["culprit"]
-    # The default gate policy fails on a high-confidence attributed regression: exit 1, and the
+    # The default gate policy fails on a reported regression: exit 1, and the
     # action's last step fails the job — after the state was saved.
     assert run.outputs["gate"] == "failure"
     assert run.exit_code == 1 and run.outputs["exit-code"] == "1"

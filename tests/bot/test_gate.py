@@ -116,9 +116,37 @@ def test_several_failures_are_counted_in_the_title():
     found = [regression(f"r-00000000000{i}") for i in range(3)] + [
         regression("r-000000000009", confidence="low")
     ]
-    decision = decide_gate(report(found), GateSettings())
+    decision = decide_gate(report(found), GateSettings(fail_on="high-confidence"))
     assert decision.title == "3 performance regressions fail the gate"
     assert len(decision.failing) == 3
+
+
+def test_the_default_gate_follows_size_not_a_tie_between_suspects():
+    """Two suspects tie (confidence low, both named): the regression still fails the default
+    gate; one under ``min_delta`` does not."""
+    tie = regression("r-000000000001", confidence="low")
+    assert GateSettings().fail_on == "any"
+    assert decide_gate(report([tie]), GateSettings()).failing == ("r-000000000001",)
+    small = GateSettings(min_delta=0.05)
+    assert decide_gate(report([tie]), small).state == "success"
+
+
+def test_an_earlier_deploys_regression_does_not_fail_this_gate():
+    """Seen before (the same-regression merge found it in the state) with its change before
+    this run's analysis window: the earlier deploy's gate judged it; this deploy's passes,
+    under every policy. A re-run of the same deploy (the change in its window) still fails."""
+    old = regression(
+        "r-000000000001",
+        verdicts={"same_regression": {"passed": True, "seen_before": True}},
+    )
+    new = regression("r-000000000002", verdicts={"same_regression": {"seen_before": False}})
+    later = {**report([old, new]), "window": {"analysis": [1_800_003_600.0, 1_800_010_000.0]}}
+    for fail_on in ("any", "high-confidence"):
+        decision = decide_gate(later, GateSettings(fail_on=fail_on))
+        assert decision.failing == ("r-000000000002",)
+    same = {**report([old]), "window": {"analysis": [1_799_999_000.0, 1_800_010_000.0]}}
+    assert decide_gate(same, GateSettings()).failing == ("r-000000000001",)
+    assert decide_gate(report([old]), GateSettings()).failing == ("r-000000000001",)
 
 
 # ---------------------------------------------------------------- missing baseline

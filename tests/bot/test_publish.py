@@ -256,7 +256,7 @@ def test_cap_per_run_counts_writes_and_commit_without_pr_number_is_looked_up(tmp
     assert set(named) == {scn.shas["culprit"], scn.shas["second"]}
     assert named[scn.shas["second"]]["pull_request"] == 12
     assert named[scn.shas["second"]]["pull_request_from"] == "github"
-    assert first.code == 0  # low confidence does not fail the default gate
+    assert first.code == 1  # a tie names both; the default gate follows size, not confidence
     assert len(first.report["comments"]) == 1
     [skipped] = first.report["comments_skipped"]
     assert skipped["reason"] == "github.comments.max_per_run (1) reached"
