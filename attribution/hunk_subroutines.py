@@ -24,6 +24,9 @@ the function a change touches is read from the unified diff itself:
   function (*modified*), except blank lines and lines of only closing brackets (``}``), and
   comment/annotation lines directly followed by a definition (a doc comment belongs to the
   function it documents).
+* A function touched only by hunks whose removed and added lines are the same code once
+  comments and whitespace are set aside (``hunk_cosmetic``) is ``cosmetic``: listed, but no
+  modification (reading one side alone, every change counts as code).
 
 This is approximate (every result has ``exact=False``): the header names the function where the
 hunk *starts*, which for a change at the very top of a function or between two functions may be
@@ -41,9 +44,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from regbot.attribution.hunk_cosmetic import hunk_is_cosmetic
 from regbot.attribution.model import ChangeKind, ModifiedSubroutine
 
 LineRange = tuple[int, int]
@@ -702,6 +706,7 @@ class _Names:
     removed_defs: dict[str, None]
     added_defs: dict[str, None]
     order: dict[str, None]
+    code_changed: set[str] = field(default_factory=set)  # touched by a hunk that changed code
 
 
 def _walk(
@@ -741,6 +746,8 @@ def _change_kind(name: str, names: _Names) -> ChangeKind:
         return "deleted"
     if added and not removed and name not in names.header_touched:
         return "added"
+    if not removed and not added and name not in names.code_changed:
+        return "cosmetic"
     return "modified"
 
 
@@ -763,10 +770,17 @@ def hunk_subroutines(
     names = _Names({}, {}, {}, {})
     for hunk in file.hunks:
         header_function = function_from_header(hunk.header, language)
+        touched = set(names.order)
         if OLD in sides:
             _walk(hunk.removed, header_function, language, names, names.removed_defs)
         if NEW in sides:
             _walk(hunk.added, header_function, language, names, names.added_defs)
+        both_sides = OLD in sides and NEW in sides
+        removed, added = [t for _, t in hunk.removed], [t for _, t in hunk.added]
+        if not both_sides or not hunk_is_cosmetic(removed, added, language):
+            names.code_changed |= set(names.order) - touched
+            if header_function in names.header_touched:
+                names.code_changed.add(header_function)
     return [
         ModifiedSubroutine(
             path=file.path,
