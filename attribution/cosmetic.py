@@ -41,7 +41,9 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
-__all__ = ["function_nodes", "behaviour_fingerprint", "is_cosmetic"]
+__all__ = ["function_nodes", "behaviour_fingerprint", "is_cosmetic", "module_code"]
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 @lru_cache(maxsize=128)
@@ -77,6 +79,41 @@ def is_cosmetic(qualname: str, old_source: str | bytes, new_source: str | bytes)
     return behaviour_fingerprint(old[qualname]) == behaviour_fingerprint(new[qualname])
 
 
+@lru_cache(maxsize=128)
+def module_code(source: str | bytes) -> str | None:
+    """What a module runs at import, as text: its AST without function definitions (their
+    bodies run when called; defining one costs nothing measurable) and without docstrings,
+    layout or comments; "" for a module that only defines functions, None when it does not
+    parse. Two sides with different ``module_code`` changed import-time work (the module's
+    ``<module>`` frame in a profile)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    _strip_docstrings(tree)
+    kept = _without_functions(tree.body)
+    return "" if not kept else ast.dump(ast.Module(kept, []), include_attributes=False)
+
+
+def _without_functions(statements: list[ast.stmt]) -> list[ast.stmt]:
+    kept: list[ast.stmt] = []
+    for statement in statements:
+        if isinstance(statement, _FUNCTIONS):
+            continue
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            if isinstance(statement.value.value, str):
+                continue  # a docstring (module, class) or a bare string: no work
+        for field in _BLOCKS:
+            block = getattr(statement, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                setattr(statement, field, _without_functions(block) or [ast.Pass()])
+        for handler in getattr(statement, "handlers", None) or ():  # try/except clauses
+            handler.body = _without_functions(handler.body) or [ast.Pass()]
+        if not isinstance(statement, ast.Pass):
+            kept.append(statement)
+    return kept
+
+
 def behaviour_fingerprint(function: ast.AST) -> str:
     """The function's AST as text with docstrings, nested bodies and local names normalised."""
     node = copy.deepcopy(function)
@@ -88,7 +125,7 @@ def behaviour_fingerprint(function: ast.AST) -> str:
 
 def _strip_docstrings(root: ast.AST) -> None:
     for node in ast.walk(root):
-        if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and node.body:
+        if isinstance(node, (*_FUNCTIONS, ast.ClassDef, ast.Module)) and node.body:
             first = node.body[0]
             if (
                 isinstance(first, ast.Expr)

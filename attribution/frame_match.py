@@ -102,9 +102,10 @@ class FrameName:
     """A frame reduced to what matching compares.
 
     ``parts`` is the qualified name as components, outermost first (``('app', 'views',
-    'Handler', 'get')``); empty when the frame is not a function (``<module>``, ``[libc.so.6]``,
-    a bare ``<lambda>``). ``name`` is the innermost component; ``file`` the frame's file path or
-    None; ``languages`` the language families the frame can be (from the file's extension, or
+    'Handler', 'get')``); empty when the frame is not a function (``[libc.so.6]``, a bare
+    ``<lambda>``); a Python module's import-time frame is ``('<module>',)``, matched only to that
+    file's ``<module>`` (``python_subroutines``). ``name`` is the innermost component; ``file``
+    the frame's file path or None; ``languages`` the language families the frame can be (from the file's extension, or
     from the symbol's spelling); ``namespace`` the leading components that are a package or
     import path (Go, JVM), which ``parts`` includes.
     """
@@ -223,8 +224,10 @@ def _python_parts(function: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     parts = [p for p in function.split(".") if p != "<locals>"]
     while parts and parts[-1] in _PY_ANONYMOUS:
         parts.pop()  # a 3.11+ `handle.<locals>.<lambda>` runs inside `handle`'s body
+    if parts == ["<module>"]:
+        return ("<module>",), ()  # import-time code: the module's own subroutine
     if not parts or parts[-1].startswith("<"):
-        return (), ()  # <module>, a bare <lambda> (no enclosing name), <frozen ...> code
+        return (), ()  # a bare <lambda> (no enclosing name), <frozen ...> code
     return tuple(parts), ()
 
 
@@ -575,6 +578,8 @@ def match_subroutines(
             target = group[j]
             if frame.name == target.name or _word_replaced(frame.name, target.name, fuzzy_floor):
                 continue
+            if frame.name.startswith("<") or target.name.startswith("<"):
+                continue  # `<module>` is only ever the module's own import-time code
             both_qualified = len(frame.parts) > 1 and len(target.qual) > 1
             if both_qualified and frame.parts[-2] != target.qual[-2]:
                 continue  # a renamed method stays in its class

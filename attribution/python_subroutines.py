@@ -12,7 +12,11 @@ changed line lies in outer's own body outside every nested function. Lines of a 
 outside its methods belong to the enclosing *function* if there is one (a class defined inside
 a function runs when the function does); module-level and class-level code outside any function
 produces no subroutine (it runs at import, not in a profiled call), including a class's own
-decorators and base classes.
+decorators and base classes. Import-time work is the module's own subroutine, ``<module>`` (the
+name py-spy gives its frame): it is ``modified`` when what the module runs at import differs
+between the sides (``cosmetic.module_code``: the module without its function definitions,
+docstrings, comments and layout), so a commit that compiles more regexes at module level is
+found, while blank lines around a new function or an edited comment name nothing.
 
 A function touched on either side is ``modified`` when its qualname exists on both sides,
 ``cosmetic`` when it does but the edit left its behaviour alone (docstring, comments, layout,
@@ -36,11 +40,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from regbot.attribution.cosmetic import is_cosmetic
+from regbot.attribution.cosmetic import is_cosmetic, module_code
 from regbot.attribution.hunk_subroutines import NEW, OLD, FileDiff, LineRange, hunk_subroutines
 from regbot.attribution.model import ChangeKind, ModifiedSubroutine
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+MODULE = "<module>"  # the qualname of a module's import-time code (py-spy's frame name)
 
 
 def module_name(path: str) -> str | None:
@@ -191,8 +196,24 @@ def python_subroutines(
             if kind == "modified" and is_cosmetic(qualname, old_source or "", new_source or ""):
                 kind = "cosmetic"
             found.append(ModifiedSubroutine(path, qualname, kind, old_path, module, True))
+        import_time = _module_change(old_source, new_source)
+        if import_time is not None:
+            found.append(ModifiedSubroutine(path, MODULE, import_time, old_path, module, True))
         return found
     return _with_fallback(path, old, new, old_ranges, new_ranges, old_path, module, file_diff)
+
+
+def _module_change(old: str | bytes | None, new: str | bytes | None) -> ChangeKind | None:
+    """How the module's import-time code changed (``cosmetic.module_code``): ``modified`` when
+    both sides have it and it differs, ``added``/``deleted`` for a file whose one side has it;
+    None when it did not change (or there is none)."""
+    before = module_code(old) if old is not None else ""
+    after = module_code(new) if new is not None else ""
+    if before is None or after is None or before == after:
+        return None
+    if before and after:
+        return "modified"
+    return "added" if after else "deleted"
 
 
 def _with_fallback(

@@ -1,6 +1,7 @@
-"""A deploy whose real change to a hot function comes with a docstring-only edit and a
-local-rename edit of the same function (real git history, real sample store): only the change
-that altered behaviour is credited, and it is named with confidence ``high``."""
+"""Attribution of real edits (real git history, real sample store): a real change to a hot
+function that comes with a docstring-only and a local-rename edit of it is the only one
+credited, and named with confidence ``high``; import-time work is found through the module's
+``<module>`` frame."""
 
 from __future__ import annotations
 
@@ -87,3 +88,34 @@ def test_only_the_behaviour_change_is_credited(tmp_path: Path) -> None:
     assert [r.parts.gcpu_attribution for r in result.ranked[1:]] == [0.0, 0.0]
     assert result.confidence == "high"
     assert [c.commit.title for c in result.candidates] == ["Casefold every word"]
+
+
+def test_import_time_work_is_attributed_through_the_module_frame(tmp_path: Path) -> None:
+    """A commit that compiles more patterns at module level is named for the rise of the
+    module's ``<module>`` frame; a commit that only adds a function to that module is not."""
+    patterns = 'import re\n\nWORDS = [re.compile(r"\\w+")]\n\n\ndef first(text):\n    return text\n'
+    repo = GitRepo(tmp_path / "repo")
+    base = repo.commit("base", {"lib/patterns.py": patterns, "app.py": "import lib.patterns\n"})
+    many = 'WORDS = [re.compile(r"\\w+" * k) for k in range(1, 60)]'
+    repo.replace("lib/patterns.py", 'WORDS = [re.compile(r"\\w+")]', many)
+    repo.commit("Patterns for every word length")
+    second = "def second(text):\n    return text\n\n\ndef first(text):"
+    repo.replace("lib/patterns.py", "def first(text):", second)
+    repo.commit("Add second")
+    grow, add = read_change_set(repo.path, base, "main")
+    assert [(s.qualname, s.change) for s in grow.subroutines] == [("<module>", "modified")]
+    assert [(s.qualname, s.change) for s in add.subroutines] == [("second", "added")]
+    stack = "<module> (app.py:1);<module> (lib/patterns.py:3);compile (re/__init__.py:227)"
+    root = "<module> (app.py:1)"
+    index = index_of(tmp_path, f"{stack} 5\n{root} 95\n", f"{stack} 40\n{root} 60\n")
+    changes = prepare_changes([grow, add], index)
+    assert changes.modified == (("<module> (lib/patterns.py)",), ())
+    module = "<module> (lib/patterns.py)"
+    evidence = RegressionEvidence(
+        "r-2", f"gcpu:{module}", "gcpu", module, 600.0, 0.0, 1200.0,
+        np.array([0.0, 600.0]), np.array([0.05, 0.4]),
+    )  # fmt: skip
+    result = attribute(evidence, changes, index, (), AttributionSettings())
+    assert result.ranked[0].commit.title == "Patterns for every word length"
+    assert result.ranked[0].parts.gcpu_attribution == 1.0
+    assert result.confidence == "high"

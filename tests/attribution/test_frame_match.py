@@ -38,7 +38,7 @@ PYTHON = [
     ("handle.<locals>.<lambda> (app/x.py)", ("handle",)),
     ("handle.<locals>.<listcomp> (app/x.py)", ("handle",)),
     ("<lambda> (app/x.py)", ()),
-    ("<module> (app/x.py)", ()),
+    ("<module> (app/x.py)", ("<module>",)),  # import-time code: the module's own
     ("py::Svc.serve:/srv/app/svc.py", ("Svc", "serve")),  # CPython 3.12 `-X perf` in perf
 ]
 CPP = [
@@ -118,7 +118,7 @@ JS = [
     ("Server.handle (src/server.ts:3:1)", ("Server", "handle")),
     ("Object.<anonymous> (src/app.js:1:1)", ()),
 ]
-NOT_FUNCTIONS = ["[unknown]", "[libc.so.6]", "[[kernel.kallsyms]]", "_[i]", "<module> (x.py)"]
+NOT_FUNCTIONS = ["[unknown]", "[libc.so.6]", "[[kernel.kallsyms]]", "_[i]"]
 
 
 @pytest.mark.parametrize(("frame", "expected"), PYTHON + CPP + GO + JVM + RUST + JS)
@@ -218,8 +218,9 @@ def test_every_fixture_frame_normalises(fixtures_dir: Path) -> None:
     for text, want in expected.items():
         assert text in names
         assert parts(text) == want
-    for text in ("<module> (workload.py)", "[libc.so.6]", "[unknown]", "[[kernel.kallsyms]]"):
+    for text in ("[libc.so.6]", "[unknown]", "[[kernel.kallsyms]]"):
         assert text in names and not normalize_frame(text).is_function
+    assert normalize_frame("<module> (workload.py)").parts == ("<module>",)
 
 
 def test_fixture_frames_match_their_sources(fixtures_dir: Path) -> None:
@@ -375,6 +376,19 @@ def test_fuzzy_does_not_match_different_verbs_or_qualifiers() -> None:
     server = ModifiedSubroutine("app/svc.py", "Svc.server", module="app.svc")
     assert matches("Svc.serve (app/svc.py)", server) == [(server, pytest.approx(10 / 11))]
     assert matches("Other.serve (app/svc.py)", server) == []  # a rename stays in its class
+
+
+def test_module_frames_match_only_their_own_modules_import_time_code() -> None:
+    compiler = ModifiedSubroutine("re/_compiler.py", "<module>", module="re._compiler")
+    frames = [
+        "<module> (re/_compiler.py)",
+        "<module> (/usr/lib/python3.11/re/_compiler.py)",
+        "<module> (re/_parser.py)",
+        "compile (re/_compiler.py)",
+        "module (re/_compiler.py)",  # never a fuzzy match of `<module>`
+    ]
+    result = match_subroutines(frames, [compiler], fuzzy_floor=50)
+    assert result == {frames[0]: [(compiler, 1.0)], frames[1]: [(compiler, 1.0)]}
 
 
 def test_a_function_in_the_files_outline_is_only_itself() -> None:

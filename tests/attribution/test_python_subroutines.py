@@ -113,10 +113,16 @@ def test_methods_of_nested_classes() -> None:
     assert kinds == {"Service.Nested.deep": "modified"}
 
 
-def test_module_and_class_level_changes_produce_no_subroutine() -> None:
+def test_module_and_class_level_changes_are_import_time_work() -> None:
+    """Code that runs at import (module level, class bodies, class decorators) is the module's
+    ``<module>`` subroutine; a comment or a blank line there, or a new function, is not."""
     new = BASE.replace("LIMIT = 3", "LIMIT = 4").replace("timeout = 5", "timeout = 6")
     kinds, _ = changes(BASE, new.replace("class Other:", "@final\nclass Other:"))
+    assert kinds == {"<module>": "modified"}
+    kinds, _ = changes(BASE, BASE.replace("LIMIT = 3", "LIMIT = 3  # the most\n\n"))
     assert kinds == {}
+    kinds, _ = changes(BASE, BASE + "\n\ndef added(x):\n    return x\n")
+    assert kinds == {"added": "added"}
 
 
 def test_class_body_inside_a_function_belongs_to_the_function() -> None:
@@ -151,6 +157,7 @@ def test_whole_file_added_or_deleted() -> None:
     kinds, found = changes(None, BASE, path="pkg/__init__.py")
     assert set(kinds.values()) == {"added"}
     assert set(kinds) == {
+        "<module>",  # imports, LIMIT and the class bodies run at import
         "plain",
         "decorated",
         "fetch",
@@ -162,7 +169,7 @@ def test_whole_file_added_or_deleted() -> None:
     }
     assert {s.module for s in found} == {"pkg"}
     kinds, _ = changes(BASE, None)
-    assert set(kinds.values()) == {"deleted"} and len(kinds) == 8
+    assert set(kinds.values()) == {"deleted"} and len(kinds) == 9
 
 
 def test_rename_keeps_qualnames_and_records_the_old_path() -> None:
