@@ -118,8 +118,11 @@ weights (0.2/0.6/0.1/0.1) mean what they say:
   subroutines (the paper prefers less widely invoked subroutines);
 * root cause found: any bit set.
 
-The representative is the argmax. Ties go to the lower popularity, then the smaller series
-id, then input order.
+The representative is the argmax among the group's short-term detections (a long-term one
+represents a group only of long-term ones: its change is a rise between two windows' means,
+weaker evidence than a change point tested in the window, and a representative is never a
+weaker detection than a member of its own group). Ties go to the lower popularity, then the
+smaller series id, then input order.
 
 Complexity: features are O(n · (points + M log M)) and the SOM is O(epochs · n · √n · d).
 On one thread, 10,000 candidates take about 2 s, or 3.5 s with 479 commit columns.
@@ -433,8 +436,9 @@ def elect(
     credited: np.ndarray | None = None,
 ) -> Election:
     """The group's representative: the highest ImportanceScore over ``credited`` changes (None:
-    the stack links among the group's own members decide them); ties go to the lower
-    popularity, then the smaller series id, then the earlier member."""
+    the stack links among the group's own members decide them) among its short-term members
+    (long-term ones only when it has no other); ties go to the lower popularity, then the
+    smaller series id, then the earlier member."""
     if credited is None:
         credited = stack_links(group, context, settings).credited
     popularity = np.array([series_popularity(c.series_id, context) for c in group])
@@ -444,7 +448,13 @@ def elect(
     )
     best = min(
         range(len(group)),
-        key=lambda k: (-scores[k], popularity[k], group[k].series_id, k),
+        key=lambda k: (
+            group[k].detector == "long-term",
+            -scores[k],
+            popularity[k],
+            group[k].series_id,
+            k,
+        ),
     )
     return Election(best, scores, terms, np.asarray(credited, dtype=np.float64), found)
 

@@ -304,6 +304,19 @@ def test_the_root_cause_bitmap_tips_the_representative_when_deltas_tie() -> None
     assert numbers["root_cause_found"] is True and numbers["members"] == [a.series_id, b.series_id]
 
 
+def test_a_long_term_detection_never_represents_a_short_term_one() -> None:
+    """The issue's case: a long-term rise on a small function (a large relative change) grouped
+    with the culprit's own short-term step: the short-term step represents the group, though
+    the long-term member's ImportanceScore is higher."""
+    step = twin("gcpu:alpha (x.py)")
+    rise = replace(twin("gcpu:beta (y.py)"), detector="long-term", mean_before=0.2)
+    context = DedupContext(popularity={"alpha (x.py)": 0.1, "beta (y.py)": 0.1})
+    election = elect([rise, step], context, SETTINGS)
+    assert election.scores[0] > election.scores[1]
+    assert election.best == 1
+    assert elect([rise], context, SETTINGS).best == 0  # alone, it represents itself
+
+
 def test_ties_go_to_the_less_popular_subroutine() -> None:
     a, b = twin("gcpu:alpha (x.py)"), twin("gcpu:beta (y.py)")
     context = DedupContext(popularity={"alpha (x.py)": 0.5, "beta (y.py)": 0.2})
