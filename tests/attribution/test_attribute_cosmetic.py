@@ -119,3 +119,35 @@ def test_import_time_work_is_attributed_through_the_module_frame(tmp_path: Path)
     assert result.ranked[0].commit.title == "Patterns for every word length"
     assert result.ranked[0].parts.gcpu_attribution == 1.0
     assert result.confidence == "high"
+
+
+def test_the_caller_that_calls_more_often_is_the_answer(tmp_path: Path) -> None:
+    """``tokens`` is unchanged but for a docstring; ``main`` now calls it three times per line.
+    Its rise comes through ``main``, on every one of its stacks: with the docstring edit no
+    modification of ``tokens``, the caller's commit is credited and named."""
+    repo = GitRepo(tmp_path / "repo")
+    base = repo.commit("base", {"lib/text.py": SOURCE})
+    path = "lib/text.py"
+    more = "    return [tokens(line * 3) for line in lines for _ in range(3)]"
+    repo.replace(path, "    return [tokens(line) for line in lines]", more)
+    repo.commit("main: tokenise every variant")
+    repo.replace(path, '"""Split text into words."""', '"""Split text into words (tokens)."""')
+    repo.commit("tokens: mention tokens in its docstring")
+    calls, docs = read_change_set(repo.path, base, "main")
+    assert [(s.qualname, s.change) for s in docs.subroutines] == [("tokens", "cosmetic")]
+    frames = "main (lib/text.py:16);tokens (lib/text.py:9)"
+    index = index_of(
+        tmp_path,
+        f"{frames} 10\nmain (lib/text.py:16) 90\n",
+        f"{frames} 45\nmain (lib/text.py:16) 55\n",
+    )
+    changes = prepare_changes([calls, docs], index)
+    evidence = RegressionEvidence(
+        "r-3", "gcpu:tokens (lib/text.py)", "gcpu", "tokens (lib/text.py)", 600.0, 0.0, 1200.0,
+        np.array([0.0, 600.0]), np.array([0.1, 0.45]),
+    )  # fmt: skip
+    result = attribute(evidence, changes, index, (), AttributionSettings())
+    assert result.ranked[0].commit.title == "main: tokenise every variant"
+    assert result.ranked[0].parts.gcpu_attribution == 1.0
+    assert result.ranked[1].parts.gcpu_attribution == 0.0
+    assert result.confidence == "high"
