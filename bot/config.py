@@ -130,18 +130,24 @@ def _number(value: object, where: str) -> float:
     return number
 
 
-def _non_negative(value: object, where: str) -> float:
-    number = _number(value, where)
-    if number < 0:
-        raise InputError(where, "a number >= 0", value)
-    return number
+def _bounded(allowed: Callable[[float], bool], expected: str) -> Callable[[object, str], float]:
+    """A converter of numbers that ``allowed`` accepts; ``expected`` is what the error says."""
+
+    def convert(value: object, where: str) -> float:
+        number = _number(value, where)
+        if not allowed(number):
+            raise InputError(where, expected, value)
+        return number
+
+    return convert
 
 
-def _share(value: object, where: str) -> float:
-    number = _number(value, where)
-    if not 0 <= number <= 1:
-        raise InputError(where, "a number between 0 and 1", value)
-    return number
+_non_negative = _bounded(lambda x: x >= 0, "a number >= 0")
+_share = _bounded(lambda x: 0 <= x <= 1, "a number between 0 and 1")
+_probability = _bounded(lambda x: 0 < x < 1, "a number between 0 and 1 (exclusive)")
+_positive = _bounded(lambda x: x > 0, "a number > 0")
+_percentile = _bounded(lambda x: 0 <= x <= 100, "a percentile between 0 and 100")
+_correlation = _bounded(lambda x: -1 <= x <= 1, "a correlation between -1 and 1")
 
 
 def _count(value: object, where: str) -> int:
@@ -178,25 +184,7 @@ def _percent(value: object, where: str) -> float:
     return number
 
 
-def _probability(value: object, where: str) -> float:
-    number = _number(value, where)
-    if not 0 < number < 1:
-        raise InputError(where, "a number between 0 and 1 (exclusive)", value)
-    return number
 
-
-def _positive(value: object, where: str) -> float:
-    number = _number(value, where)
-    if number <= 0:
-        raise InputError(where, "a number > 0", value)
-    return number
-
-
-def _percentile(value: object, where: str) -> float:
-    number = _number(value, where)
-    if not 0 <= number <= 100:
-        raise InputError(where, "a percentile between 0 and 100", value)
-    return number
 
 
 def _one_of(value: object, where: str, choices: tuple[str, ...]) -> str:
@@ -421,12 +409,6 @@ def _band(value: object, where: str) -> tuple[float, float]:
         raise InputError(where, "[low, high] with low <= high", value)
     return low, high
 
-
-def _correlation(value: object, where: str) -> float:
-    number = _number(value, where)
-    if not -1 <= number <= 1:
-        raise InputError(where, "a correlation between -1 and 1", value)
-    return number
 
 
 def _threshold(r: _Reader, value: object, key: str) -> Threshold:

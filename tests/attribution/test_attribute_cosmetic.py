@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 from git_repo import GitRepo
+from sample_stores import index_of
 
 from regbot.attribution.attribute import (
     AttributionSettings,
@@ -17,10 +18,6 @@ from regbot.attribution.attribute import (
     prepare_changes,
 )
 from regbot.attribution.changes import read_change_set
-from regbot.profiles.folded import parse_folded
-from regbot.profiles.model import ParseOptions
-from regbot.profiles.sample_index import SampleIndex
-from regbot.profiles.store import open_store
 
 SOURCE = '''import re
 
@@ -39,16 +36,6 @@ def main(lines):
     return [tokens(line) for line in lines]
 '''
 
-
-def index_of(tmp_path: Path, before: str, after: str) -> SampleIndex:
-    store = open_store(tmp_path / "store")
-    for text, at, key in ((before, 0, "before"), (after, 600, "after")):
-        samples = parse_folded(
-            text.encode(), source=key, table=store.table, at_s=at, options=ParseOptions()
-        )
-        store.add(samples, key)
-    store.commit()
-    return SampleIndex(store.table, store.records())
 
 
 def test_only_the_behaviour_change_is_credited(tmp_path: Path) -> None:
@@ -74,6 +61,7 @@ def test_only_the_behaviour_change_is_credited(tmp_path: Path) -> None:
         tmp_path,
         f"{frames} 10\nmain (lib/text.py:16) 90\n",
         f"{frames} 20\nmain (lib/text.py:16) 80\n",
+        after_s=600.0,
     )
     changes = prepare_changes(commits, index)
     assert changes.modified == (("tokens (lib/text.py)",), (), ())
@@ -107,7 +95,8 @@ def test_import_time_work_is_attributed_through_the_module_frame(tmp_path: Path)
     assert [(s.qualname, s.change) for s in add.subroutines] == [("second", "added")]
     stack = "<module> (app.py:1);<module> (lib/patterns.py:3);compile (re/__init__.py:227)"
     root = "<module> (app.py:1)"
-    index = index_of(tmp_path, f"{stack} 5\n{root} 95\n", f"{stack} 40\n{root} 60\n")
+    before, after = f"{stack} 5\n{root} 95\n", f"{stack} 40\n{root} 60\n"
+    index = index_of(tmp_path, before, after, after_s=600.0)
     changes = prepare_changes([grow, add], index)
     assert changes.modified == (("<module> (lib/patterns.py)",), ())
     module = "<module> (lib/patterns.py)"
@@ -140,6 +129,7 @@ def test_the_caller_that_calls_more_often_is_the_answer(tmp_path: Path) -> None:
         tmp_path,
         f"{frames} 10\nmain (lib/text.py:16) 90\n",
         f"{frames} 45\nmain (lib/text.py:16) 55\n",
+        after_s=600.0,
     )
     changes = prepare_changes([calls, docs], index)
     evidence = RegressionEvidence(

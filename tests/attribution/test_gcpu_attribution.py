@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sample_stores import index_of
 
 from regbot.attribution.gcpu_attribution import (
     TimeSplit,
@@ -12,23 +13,10 @@ from regbot.attribution.gcpu_attribution import (
     attributed_shares,
     service_wide_shares,
 )
-from regbot.profiles.folded import parse_folded
-from regbot.profiles.model import ParseOptions
 from regbot.profiles.sample_index import SampleIndex
-from regbot.profiles.store import open_store
 
 SPLIT = TimeSplit(0, 60, 120)
 
-
-def index_of(tmp_path: Path, before: str, after: str) -> SampleIndex:
-    store = open_store(tmp_path / "store")
-    for text, at, key in ((before, 0, "before"), (after, 60, "after")):
-        samples = parse_folded(
-            text.encode(), source=key, table=store.table, at_s=at, options=ParseOptions()
-        )
-        store.add(samples, key)
-    store.commit()
-    return SampleIndex(store.table, store.records())
 
 
 # Table 2 as samples out of 100 per bucket; X;Y carries the rest of the service.
