@@ -52,6 +52,7 @@ from regbot.detection.presets import (
 )
 from regbot.errors import InputError
 from regbot.timefmt import parse_duration
+from regbot.detection.share_inflation import ShareInflationSettings
 
 CONFIG_NAME = "regbot.yml"
 FailOn = Literal["high-confidence", "any", "never"]
@@ -481,6 +482,7 @@ _FLEET_LOAD = stages.FleetLoadSettings()
 _SOM = stages.SomSettings()
 _PAIRWISE = stages.PairwiseSettings()
 _COST_SHIFT = stages.CostShiftSettings()
+_INFLATION = ShareInflationSettings()
 MULTIPLE_TESTING = ("fdr", "none")
 
 
@@ -607,7 +609,10 @@ class CostShiftSettings:
     family-wise level at which members of a summed domain count as having fallen as the
     regression rose; ``new_share``: a level within this share of the regression's change of zero
     did not exist before it (a new domain, no shift); ``same_time_mass``: the credible mass of
-    the moved cost's own change time that must meet the regression's (a shift happens at once)."""
+    the moved cost's own change time that must meet the regression's (a shift happens at once).
+    ``share_inflation``: recognise gCPU rises that are the deploy's share inflation (every share
+    scaled up by a speed-up elsewhere, ``regbot.detection.share_inflation``), tested at
+    ``inflation_alpha``."""
 
     enabled: bool = _setting(True, _boolean)
     domains: tuple[CostShiftDomain, ...] = _named_list(CostShiftDomain)
@@ -617,6 +622,8 @@ class CostShiftSettings:
     fallen_alpha: float = _setting(_COST_SHIFT.fallen_alpha, _probability)
     new_share: float = _setting(_COST_SHIFT.new_share, _non_negative)
     same_time_mass: float = _setting(_COST_SHIFT.same_time_mass, _probability)
+    share_inflation: bool = _setting(True, _boolean)
+    inflation_alpha: float = _setting(_INFLATION.alpha, _probability)
 
 
 @dataclass(frozen=True, slots=True)

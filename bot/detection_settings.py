@@ -8,6 +8,7 @@ from dataclasses import asdict, replace
 
 from regbot.bot.config import Config
 from regbot.detection.dedup import DedupSettings
+from regbot.detection.share_inflation import ShareInflationSettings
 from regbot.detection.model import (
     CostShiftSettings,
     DetectionSettings,
@@ -89,6 +90,9 @@ def dedup_settings(config: Config) -> DedupSettings:
             new_share=cost.new_share,
         )
         if cost.enabled
+        else None,
+        share_inflation=ShareInflationSettings(alpha=cost.inflation_alpha)
+        if cost.share_inflation
         else None,
         pairwise=pairwise,
         kdd18_bucket_s=written.kdd18_bucket_s,

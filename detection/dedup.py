@@ -1,6 +1,10 @@
 """Deduplication after detection (FBDetect §5.1 steps 4–6, plus Table 3's SameRegressionMerger):
-same-regression merge → SOMDedup → cost shift → PairwiseDedup, or, when the config says so, the
-KDD'18 stack-trace deduplication in place of SOMDedup and PairwiseDedup.
+share inflation → same-regression merge → SOMDedup → cost shift → PairwiseDedup, or, when the
+config says so, the KDD'18 stack-trace deduplication in place of SOMDedup and PairwiseDedup.
+
+Share inflation (``regbot.detection.share_inflation``) comes first: a gCPU share that rose only
+because the deploy made the rest of the service cheaper is no regression, and removed before the
+groups form it can never represent one that holds a real regression.
 
 The cost-shift check runs on SOMDedup's representatives (the paper's order: the fast step
 first). When it removes a representative, the rest of its group is judged by the same check:
@@ -32,6 +36,7 @@ from regbot.detection.model import (
 )
 from regbot.detection.pairwise_dedup import pairwise_dedup
 from regbot.detection.same_regression import KnownRegression, merge_same_regressions
+from regbot.detection.share_inflation import ShareInflationSettings, share_inflation_verdicts
 from regbot.detection.som_dedup import joined_verdict, reelect, rehome, som_dedup
 from regbot.detection.stack_dedup import stack_dedup
 
@@ -59,6 +64,7 @@ class DedupSettings:
     merge_gap_s: float = 6 * 3600.0
     som: SomSettings = SomSettings()
     cost_shift: CostShiftSettings | None = CostShiftSettings()  # None: the stage is off
+    share_inflation: ShareInflationSettings | None = ShareInflationSettings()  # None: off
     pairwise: PairwiseSettings = PairwiseSettings()
     kdd18_bucket_s: float = 600.0
     merge_alpha: float = 0.01
@@ -93,6 +99,13 @@ def deduplicate(
     removed: list[Candidate] = []
     duplicates: dict[str, list[str]] = defaultdict(list)
     funnel: dict[str, int] = {}
+
+    if settings.share_inflation is not None:
+        verdicts = share_inflation_verdicts(candidates, context, settings.share_inflation)
+        judged = [c.with_verdict(v) for c, v in zip(candidates, verdicts, strict=True)]
+        candidates = [c for c in judged if c.verdicts["share_inflation"].passed]
+        removed += [c for c in judged if not c.verdicts["share_inflation"].passed]
+    funnel["after_share_inflation"] = len(candidates)
 
     kept, merged = merge_same_regressions(candidates, known, settings)
     removed += merged  # a twin shares its regression's id: the same regression, not a duplicate

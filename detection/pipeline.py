@@ -53,6 +53,7 @@ FUNNEL_KEYS = (
     "after_went_away",
     "after_seasonality",
     "after_threshold",
+    "after_share_inflation",
     "after_same_regression_merge",
     "after_som_dedup",
     "after_cost_shift",
@@ -358,6 +359,7 @@ def _detect_parts(
     funnel["after_seasonality"] = survivors["seasonality"]
     funnel["after_threshold"] = survivors["threshold"]
     for key in (
+        "after_share_inflation",
         "after_same_regression_merge",
         "after_som_dedup",
         "after_cost_shift",

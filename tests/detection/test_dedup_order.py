@@ -107,7 +107,7 @@ def test_genuine_members_survive_a_representative_removed_as_a_cost_shift() -> N
         charge = verdicts_of(result, CHARGE)
         assert charge["som_dedup"].passed  # the group's verdict no longer removes it ...
         assert not charge["cost_shift"].passed  # ... its own cost-shift check does
-        assert list(charge) == ["same_regression", "som_dedup", "cost_shift"]
+        assert list(charge) == ["share_inflation", "same_regression", "som_dedup", "cost_shift"]
 
         parse = verdicts_of(result, PARSE)
         assert not parse["som_dedup"].passed and parse["cost_shift"].passed

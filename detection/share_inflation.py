@@ -1,0 +1,383 @@
+"""Share inflation: a gCPU share that rose only because the rest of the service got cheaper.
+
+gCPU is a share of all samples. A deploy that removes a fraction f of the service's work (a real
+speed-up elsewhere) multiplies every other subroutine's share by ``r = 1 / (1 − f)``: a function
+whose own cost did not move rises by ``(r − 1)`` of its level, at the deploy, with a step as clean
+as a real regression's. Its inclusive cost did not change; nothing in the deploy made it slower,
+and no commit owns its rise. This stage recognises such rises before deduplication (so that an
+inflated share never represents a group holding a real regression) and removes them with their
+cause in the verdict.
+
+Every choice the statistics leave open:
+
+* **The common ratio** ``r`` at a split (a candidate's historical start, change time and end) is
+  the level shared by the series the deploy did not move, in each series' log ratio
+  ``log(mean after / mean before)``. Every unmoved share moves by exactly r, so they pile up at
+  one value, while the changed functions and their callers spread out, each by its own change —
+  and one deploy may move more than half of the series (dozens of independent regressions and
+  their callers), so neither the median nor the mean is r. regbot starts at the densest value
+  (a kernel density with one biweight kernel per series, as wide as the series' error) and
+  refines it by Tukey's biweight with each
+  series standardised by its own delta-method error (from its points' variances): a series
+  more than 4.685 errors away has no weight. The standard error is the weighted mean's over the
+  series within 3 errors, widened by their overdispersion. Only series whose log ratio is known
+  to ``max_relative_se`` count, at most ``max_series`` of them (evenly spaced by id), and at
+  least ``min_series`` must share the level, else no ratio is estimated and every candidate
+  passes.
+* **Is there inflation?** Only a ratio above 1 by ``z(alpha)`` of its standard error inflates
+  (one-sided), and that error holds how far the common level wanders by itself: a fleet-wide
+  load lifts every share for hours at a time, which is no step at the deploy. The wander is
+  measured on the unmoved series' own history (their mean level relative to each one's mean
+  before the change, in blocks as long as the span after it: ``_wander``); with fewer than four
+  such blocks there is no telling a step from a wander, and nothing is removed. A ratio below 1 (a regression elsewhere deflating every share) makes rises
+  smaller, never larger, and removes nothing.
+* **The candidate's own rise** from its series' points over the same split: ``d = a − b``; what
+  the inflation leaves of it is ``d' = a − r·b`` with standard error
+  ``√(var_a/n_a + r²·var_b/n_b + (r·b·se_log r)²)``. The rise is inflation when ``d'`` is below
+  ``z(alpha)`` of that error, or when it fails the workload's threshold as the threshold stage
+  applied it (absolute: ``d'``; relative: ``d' / b``). The rise is not taken from the candidate's
+  detected means: those are the load-removed values the change-point test saw; ratio and rise
+  come from the same raw series.
+* **The cause**: the series that fell most over the split among those the ratio was estimated
+  from (the sped-up code and its callers), named in the verdict with their falls.
+
+Non-gCPU candidates and candidates whose series is not among the run's pass with a verdict saying
+so. Complexity: per distinct split, one pass over at most ``max_series`` series (cumulative sums
+on a shared time axis are built once per run and answer any split in O(series)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+
+from regbot.detection.model import Candidate, DedupContext, Verdict, subroutine_of_series
+
+__all__ = ["Inflation", "ShareInflationSettings", "common_ratio", "share_inflation_verdicts"]
+
+STAGE = "share_inflation"
+FALLS_NAMED = 3
+MIN_BLOCKS = 4  # history blocks needed to measure the common level's own wander
+BIWEIGHT_C = 4.685  # Tukey's biweight constant (95% efficiency at the normal)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareInflationSettings:
+    """``alpha``: one-sided level of both tests (the ratio above 1, the rise left above 0);
+    ``min_series``/``max_series``: the fewest and the most gCPU series the ratio is estimated
+    from; ``max_relative_se``: a series counts when its log ratio's standard error is at most
+    this."""
+
+    alpha: float = 0.01
+    min_series: int = 20
+    max_series: int = 4000
+    max_relative_se: float = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Inflation:
+    """The common ratio of the run's gCPU shares at one split: ``ratio`` (after / before),
+    the standard error of its log across series, how much the common level wanders on its own
+    over such a span (log units; None: too little history), the series it came from, whether it is significantly above 1,
+    and the largest falls over the split (series id, oriented change)."""
+
+    ratio: float
+    log_se: float
+    wander: float | None
+    series: int
+    inflating: bool
+    falls: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Axis:
+    """Series sharing one time axis: their ids and cumulative sums of values, squares and
+    counts (NaN counted as missing), so any split's means and variances cost O(series)."""
+
+    times_s: np.ndarray
+    ids: tuple[str, ...]
+    sums: np.ndarray  # (n, T + 1)
+    squares: np.ndarray
+    counts: np.ndarray
+
+    def moments(self, start_s: float, stop_s: float, closed: bool) -> tuple[np.ndarray, ...]:
+        """Count, mean and variance (ddof 1) of every row over ``[start_s, stop_s)`` (or
+        ``[start_s, stop_s]`` when ``closed``)."""
+        lo = int(np.searchsorted(self.times_s, start_s, side="left"))
+        hi = int(np.searchsorted(self.times_s, stop_s, side="right" if closed else "left"))
+        n = self.counts[:, hi] - self.counts[:, lo]
+        total = self.sums[:, hi] - self.sums[:, lo]
+        square = self.squares[:, hi] - self.squares[:, lo]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = total / n
+            var = np.maximum(square - n * mean * mean, 0.0) / (n - 1)
+        return n, mean, var
+
+
+def _axes(context: DedupContext, settings: ShareInflationSettings) -> list[_Axis]:
+    """The run's gCPU series (at most ``max_series``, evenly spaced by id) grouped by axis;
+    worked out once per context."""
+    key = ("share_inflation_axes", settings.max_series)
+    if key in context.memo:
+        return context.memo[key]  # type: ignore[return-value]
+    ids = sorted(s for s in context.series if subroutine_of_series(s) is not None)
+    if len(ids) > settings.max_series:
+        picks = np.linspace(0, len(ids) - 1, settings.max_series).round().astype(int)
+        ids = [ids[int(k)] for k in np.unique(picks)]
+    groups: dict[tuple[int, float, float], list[tuple[str, np.ndarray, np.ndarray]]] = {}
+    for sid in ids:
+        times, values = context.series[sid]
+        times = np.asarray(times, dtype=np.float64)
+        if times.size < 2:
+            continue
+        groups.setdefault((times.size, float(times[0]), float(times[-1])), []).append(
+            (sid, times, np.asarray(values, dtype=np.float64))
+        )
+    axes = []
+    for rows in groups.values():
+        by_axis: list[list[tuple[str, np.ndarray, np.ndarray]]] = []
+        for row in rows:
+            home = next((g for g in by_axis if np.array_equal(g[0][1], row[1])), None)
+            if home is None:
+                by_axis.append([row])
+            else:
+                home.append(row)
+        for group in by_axis:
+            values = np.vstack([v for _, _, v in group])
+            present = np.isfinite(values)
+            clean = np.where(present, values, 0.0)
+            zero = np.zeros((len(group), 1))
+            axes.append(
+                _Axis(
+                    group[0][1],
+                    tuple(s for s, _, _ in group),
+                    np.hstack([zero, np.cumsum(clean, axis=1)]),
+                    np.hstack([zero, np.cumsum(clean * clean, axis=1)]),
+                    np.hstack([zero, np.cumsum(present, axis=1)]),
+                )
+            )
+    context.memo[key] = axes
+    return axes
+
+
+def _densest(logs: np.ndarray, ses: np.ndarray, block: int = 512) -> float:
+    """Where the series pile up, each counted by its own precision: the value (among the
+    series' own) that maximises a density made of one biweight kernel per series, its width
+    ``BIWEIGHT_C`` × the series' error and its height the inverse (so an imprecise series
+    spreads its vote thin). A mode that ignores precision (the half-sample mode) can be won
+    by a clump of imprecise moved series."""
+    best, best_density = float(logs[0]), -1.0
+    for start in range(0, logs.size, block):
+        at = logs[start : start + block]
+        u = (at[:, None] - logs[None, :]) / (BIWEIGHT_C * ses[None, :])
+        density = (np.where(np.abs(u) < 1.0, (1.0 - u * u) ** 2, 0.0) / ses[None, :]).sum(axis=1)
+        k = int(np.argmax(density))
+        if density[k] > best_density:
+            best, best_density = float(at[k]), float(density[k])
+    return best
+
+
+def _unmoved_level(
+    logs: np.ndarray, ses: np.ndarray, iterations: int = 30
+) -> tuple[float, float, np.ndarray]:
+    """The log ratio shared by the series the deploy did not move, its standard error and which
+    series share it (within 3 of their errors): Tukey's biweight M-estimate started at the half-sample mode, each
+    series standardised by its own error (a redescending weight: a series further than
+    ``BIWEIGHT_C`` errors from the level has no say, so the moved series cannot pull the level
+    towards them however many they are), started where the series pile up (``_densest``). The error is the weighted mean's, widened by the
+    members' overdispersion when they scatter more than their own errors say (a fleet-wide load
+    moves no two shares exactly alike)."""
+    centre = _densest(logs, ses)
+    precision = 1.0 / (ses * ses)
+    weights = np.zeros(logs.size)
+    for _ in range(iterations):
+        u = (logs - centre) / (BIWEIGHT_C * ses)
+        weights = np.where(np.abs(u) < 1.0, (1.0 - u * u) ** 2, 0.0) * precision
+        if weights.sum() <= 0:
+            return centre, math.inf, np.zeros(logs.size, dtype=bool)
+        moved = float(np.sum(weights * logs) / weights.sum()) - centre
+        centre += moved
+        if abs(moved) < 1e-12:
+            break
+    members = np.abs(logs - centre) <= 3.0 * ses
+    k = int(members.sum())
+    if k < 2:
+        return centre, math.inf, members
+    dispersion = float(np.sum(((logs[members] - centre) / ses[members]) ** 2)) / (k - 1)
+    log_se = math.sqrt(max(1.0, dispersion) / float(precision[members].sum()))
+    return centre, log_se, members
+
+
+def _wander(
+    axis: _Axis, rows: np.ndarray, start_s: float, change_s: float, end_s: float
+) -> float | None:
+    """How far the unmoved series' common level wanders on its own, as the standard deviation of
+    the difference of an after-sized block mean and the history's mean: the log of the members'
+    mean relative level (each row over its mean before the change), in blocks of as many points
+    as follow the change, over the history. None with fewer than ``MIN_BLOCKS`` blocks."""
+    lo = int(np.searchsorted(axis.times_s, start_s, side="left"))
+    mid = int(np.searchsorted(axis.times_s, change_s, side="left"))
+    hi = int(np.searchsorted(axis.times_s, end_s, side="right"))
+    after, before = hi - mid, mid - lo
+    if after < 1 or before < MIN_BLOCKS * after:
+        return None
+    sums = np.diff(axis.sums[rows, lo:mid + 1], axis=1)
+    present = np.diff(axis.counts[rows, lo:mid + 1], axis=1) > 0
+    base = sums.sum(axis=1) / np.maximum(present.sum(axis=1), 1)
+    relative = np.where(present, sums / base[:, None], np.nan)
+    with np.errstate(invalid="ignore"), np.errstate(divide="ignore"):
+        level = np.log(np.nanmean(relative, axis=0))
+    blocks = before // after
+    means = level[before - blocks * after :].reshape(blocks, after).mean(axis=1)
+    means = means[np.isfinite(means)]
+    if means.size < MIN_BLOCKS:
+        return None
+    return float(np.std(means, ddof=1) * math.sqrt(1.0 + after / before))
+
+
+def common_ratio(
+    context: DedupContext,
+    start_s: float,
+    change_s: float,
+    end_s: float,
+    settings: ShareInflationSettings = ShareInflationSettings(),
+) -> Inflation | None:
+    """The common ratio of the run's gCPU shares across ``change_s`` (before: ``[start_s,
+    change_s)``, after: ``[change_s, end_s]``), or None when fewer than ``min_series`` series
+    know their ratio well enough. Kept in ``context.memo`` per split."""
+    key = ("share_inflation", float(start_s), float(change_s), float(end_s), settings)
+    if key in context.memo:
+        return context.memo[key]  # type: ignore[return-value]
+    logs, ses, deltas, names, where = [], [], [], [], []
+    axes = _axes(context, settings)
+    for k, axis in enumerate(axes):
+        n_b, b, var_b = axis.moments(start_s, change_s, closed=False)
+        n_a, a, var_a = axis.moments(change_s, end_s, closed=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            log = np.log(a / b)
+            se = np.sqrt(var_a / (n_a * a * a) + var_b / (n_b * b * b))
+        good = (n_b >= 3) & (n_a >= 3) & (b > 0) & (a > 0) & np.isfinite(se) & (se > 0)
+        good &= se <= settings.max_relative_se
+        logs.append(log[good])
+        ses.append(se[good])
+        deltas.append((a - b)[good])
+        names.extend(s for s, g in zip(axis.ids, good, strict=True) if g)
+        where.extend((k, int(row)) for row in np.flatnonzero(good))
+    found: Inflation | None = None
+    log_all = np.concatenate(logs) if logs else np.zeros(0)
+    se_all = np.concatenate(ses) if ses else np.zeros(0)
+    if log_all.size >= settings.min_series:
+        centre, log_se, members = _unmoved_level(log_all, se_all)
+        if members.sum() >= settings.min_series:
+            on_axis: dict[int, list[int]] = {}
+            for k in np.flatnonzero(members):
+                axis_k, row = where[int(k)]
+                on_axis.setdefault(axis_k, []).append(row)
+            home = max(on_axis, key=lambda k: len(on_axis[k]))
+            rows = np.array(on_axis[home])
+            wander = _wander(axes[home], rows, start_s, change_s, end_s)
+            total_se = math.hypot(log_se, wander) if wander is not None else math.inf
+            inflating = centre > 0 and centre > norm.isf(settings.alpha) * total_se
+            delta_all = np.concatenate(deltas)
+            order = np.argsort(delta_all)[:FALLS_NAMED]
+            falls = tuple(
+                (names[int(k)], float(delta_all[k])) for k in order if delta_all[k] < 0
+            )
+            found = Inflation(
+                math.exp(centre), log_se, wander, int(members.sum()), inflating, falls
+            )
+    context.memo[key] = found
+    return found
+
+
+def _points(candidate: Candidate, context: DedupContext) -> tuple[np.ndarray, np.ndarray]:
+    found = context.series.get(candidate.series_id)
+    if found is None:
+        return np.asarray(candidate.times_s, np.float64), np.asarray(candidate.values, np.float64)
+    return np.asarray(found[0], np.float64), np.asarray(found[1], np.float64)
+
+
+def _side(times: np.ndarray, values: np.ndarray, keep: np.ndarray) -> tuple[int, float, float]:
+    part = values[keep & np.isfinite(values)]
+    if part.size < 2:
+        return int(part.size), float(part.mean()) if part.size else math.nan, math.nan
+    return int(part.size), float(part.mean()), float(part.var(ddof=1))
+
+
+def _judge(
+    candidate: Candidate, context: DedupContext, settings: ShareInflationSettings
+) -> Verdict:
+    if subroutine_of_series(candidate.series_id) is None:
+        return Verdict(STAGE, True, "not a gCPU share", {})
+    w = candidate.windows
+    start_s, change_s, end_s = w.historical_start_s, float(candidate.change_time_s), w.end_s
+    inflation = common_ratio(context, start_s, change_s, end_s, settings)
+    if inflation is None:
+        return Verdict(
+            STAGE,
+            True,
+            f"too few gCPU series to estimate a common ratio (need {settings.min_series})",
+            {},
+        )
+    numbers: dict[str, object] = {
+        "ratio": inflation.ratio,
+        "ratio_log_se": inflation.log_se,
+        "wander": inflation.wander,
+        "series": inflation.series,
+        "falls": [{"series": s, "delta": d} for s, d in inflation.falls],
+    }
+    if not inflation.inflating:
+        reason = f"no share inflation at the change (every share ×{inflation.ratio:.4g})"
+        return Verdict(STAGE, True, reason, numbers)
+    times, values = _points(candidate, context)
+    n_b, b, var_b = _side(times, values, (times >= start_s) & (times < change_s))
+    n_a, a, var_a = _side(times, values, (times >= change_s) & (times <= end_s))
+    if n_b < 2 or n_a < 2:
+        return Verdict(STAGE, True, "too few points either side of the change", numbers)
+    r = inflation.ratio
+    left = a - r * b
+    se = math.sqrt(var_a / n_a + r * r * var_b / n_b + (r * b * inflation.log_se) ** 2)
+    z_left = left / se if se > 0 else (math.inf if left > 0 else -math.inf)
+    threshold = candidate.verdicts.get("threshold")
+    mode = threshold.numbers.get("mode") if threshold is not None else None
+    value = float(threshold.numbers.get("threshold", 0.0)) if threshold is not None else 0.0
+    measured = left / abs(b) if mode == "relative" and b != 0 else left
+    significant = z_left >= norm.isf(settings.alpha)
+    above = measured >= value if mode is not None else True
+    numbers.update(
+        {
+            "delta": a - b,
+            "corrected_delta": left,
+            "corrected_se": se,
+            "z": z_left,
+            "threshold_mode": mode,
+            "threshold": value if mode is not None else None,
+        }
+    )
+    cause = ", ".join(f"{s} {d:+.4g}" for s, d in inflation.falls) or "no single fall"
+    if significant and above:
+        reason = (
+            f"rise {a - b:+.4g} stays {left:+.4g} ± {se:.2g} after the deploy's share inflation "
+            f"(every share ×{r:.4g})"
+        )
+        return Verdict(STAGE, True, reason, numbers)
+    why = "below the threshold" if significant else f"z {z_left:.2f}"
+    reason = (
+        f"share inflation: every gCPU share ×{r:.4g} at this change (median of {inflation.series} "
+        f"series; the largest falls: {cause}); of the rise {a - b:+.4g}, {left:+.4g} ± {se:.2g} "
+        f"is left ({why})"
+    )
+    return Verdict(STAGE, False, reason, numbers)
+
+
+def share_inflation_verdicts(
+    candidates: Sequence[Candidate],
+    context: DedupContext,
+    settings: ShareInflationSettings = ShareInflationSettings(),
+) -> list[Verdict]:
+    """One verdict per candidate: failed when its rise is the deploy's share inflation."""
+    return [_judge(c, context, settings) for c in candidates]
