@@ -38,8 +38,9 @@ from regbot.profiles.sample_index import SampleIndex
 @dataclass(frozen=True, slots=True)
 class RegressionEvidence:
     """What attribution needs of one regression: its id and series, the subroutine it measures
-    (None for a series that is not gCPU), its change time, the run's window edges, and its
-    points (oriented: higher is worse)."""
+    (None for a series that is not gCPU), its change time, the run's window edges, its points
+    (oriented: higher is worse), and the common ratio of the deploy's unmoved gCPU shares when
+    a speed-up elsewhere inflated them (rises are measured against it)."""
 
     id: str
     series_id: str
@@ -50,6 +51,7 @@ class RegressionEvidence:
     window_end_s: float
     times_s: np.ndarray
     values: np.ndarray
+    share_ratio: float = 1.0  # the deploy's share inflation (detection's common ratio)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +123,7 @@ def _gcpu_parts(
     parts = [
         share.fraction
         for share in attributed_shares(
-            index, evidence.subroutine, list(changes.modified), split, scope
+            index, evidence.subroutine, list(changes.modified), split, scope, evidence.share_ratio
         )
     ]
     if all(p is None for p in parts):

@@ -26,6 +26,13 @@ regression. regbot gives a stack's samples to the change whose counted frame is 
 nearest to the code the sampled thread was running; changes tied on the same frame share it.
 With a single change this is exactly FBDetect's ℒ.
 
+A rise must be owned, not inherited: when a speed-up elsewhere in the deploy inflated every share
+by a common ratio r (``regbot.detection.share_inflation``), a stack whose cost did not move still
+rises by (r − 1) of its level, and an edited frame on it would take that rise for nothing. Every
+rise is measured against the inflated level, ``after − r·before`` (ℛ and each ℒ alike; r = 1
+without inflation), so a change is credited only with what its own stacks gained beyond the
+deploy's inflation.
+
 The part is clipped to [0, 1]: ℒ can exceed ℛ when B's other samples fell, and a change whose
 samples fell has no claim. When ℛ ≤ 0 (B's share did not rise in the store, e.g. the regression
 came from another source's series) the part is not defined and None is returned.
@@ -75,10 +82,10 @@ class AttributedShare:
     fraction: float | None
 
 
-def _rise(index: SampleIndex, mask: np.ndarray, split: TimeSplit) -> float:
+def _rise(index: SampleIndex, mask: np.ndarray, split: TimeSplit, ratio: float = 1.0) -> float:
     after = index.share_of(mask, split.change_s, split.after_end_s)
     before = index.share_of(mask, split.before_start_s, split.change_s)
-    return after - before
+    return after - ratio * before
 
 
 def attributed_shares(
@@ -87,17 +94,24 @@ def attributed_shares(
     modified_per_change: Sequence[Collection[str]],
     split: TimeSplit,
     scope: Scope = "informative",
+    share_ratio: float = 1.0,
 ) -> list[AttributedShare]:
     """ℒ/ℛ of each of a deploy's changes for a regression in ``subroutine`` (each change given
     by the profile subroutines it modified). A stack on which several changes modified counted
-    frames goes to the change(s) whose frame is deepest (see the module docstring)."""
+    frames goes to the change(s) whose frame is deepest (see the module docstring).
+    ``share_ratio``: the deploy's common ratio of unmoved shares (share inflation), taken out of
+    every rise (see the module docstring)."""
     with_b = index.stacks_with(subroutine)
-    regression = _rise(index, with_b, split)
-    attributed = _owned_rises(index, subroutine, with_b, modified_per_change, split, scope)
+    regression = _rise(index, with_b, split, share_ratio)
+    attributed = _owned_rises(
+        index, subroutine, with_b, modified_per_change, split, scope, share_ratio
+    )
     if scope == "informative" and not any(a > 0 for a in attributed):
         # No change touched B, its callees or a caller that separates its samples: the callers
         # on every one of B's stacks are all that is left, and the deepest of them takes it.
-        attributed = _owned_rises(index, subroutine, with_b, modified_per_change, split, "stack")
+        attributed = _owned_rises(
+            index, subroutine, with_b, modified_per_change, split, "stack", share_ratio
+        )
     shares = []
     for a in attributed:
         fraction = float(np.clip(a / regression, 0, 1)) if regression > 0 else None
@@ -112,6 +126,7 @@ def _owned_rises(
     modified_per_change: Sequence[Collection[str]],
     split: TimeSplit,
     scope: Scope,
+    share_ratio: float = 1.0,
 ) -> list[float]:
     """Each change's rise over the stacks it owns: those where its counted frame is deepest."""
     depths = [
@@ -122,7 +137,7 @@ def _owned_rises(
         return []
     best = np.max(depths, axis=0)
     return [
-        _rise(index, (depth >= 0) & (depth == best), split) if modified else 0.0
+        _rise(index, (depth >= 0) & (depth == best), split, share_ratio) if modified else 0.0
         for modified, depth in zip(modified_per_change, depths, strict=True)
     ]
 
@@ -133,10 +148,11 @@ def attributed_share(
     modified: Collection[str],
     split: TimeSplit,
     scope: Scope = "informative",
+    share_ratio: float = 1.0,
 ) -> AttributedShare:
     """ℒ/ℛ for a regression in ``subroutine`` and one change that modified the profile
     subroutines ``modified`` (FBDetect's single-change case)."""
-    return attributed_shares(index, subroutine, [modified], split, scope)[0]
+    return attributed_shares(index, subroutine, [modified], split, scope, share_ratio)[0]
 
 
 def _deepest_counted(

@@ -137,7 +137,17 @@ def evidence_of(candidate: Candidate) -> RegressionEvidence:
         window_end_s=candidate.windows.end_s,
         times_s=np.asarray(candidate.times_s, np.float64),
         values=np.asarray(candidate.values, np.float64),
+        share_ratio=share_ratio_of(candidate),
     )
+
+
+def share_ratio_of(candidate: Candidate) -> float:
+    """The deploy's share inflation at the candidate's change, from its ``share_inflation``
+    verdict: the common ratio when it was significantly above 1, else 1."""
+    verdict = candidate.verdicts.get("share_inflation")
+    if verdict is None or "inflating" not in verdict.numbers:
+        return 1.0
+    return float(verdict.numbers["ratio"]) if verdict.numbers["inflating"] else 1.0
 
 
 def fill_attribution(

@@ -281,7 +281,7 @@ def common_ratio(
             rows = np.array(on_axis[home])
             wander = _wander(axes[home], rows, start_s, change_s, end_s)
             total_se = math.hypot(log_se, wander) if wander is not None else math.inf
-            inflating = centre > 0 and centre > norm.isf(settings.alpha) * total_se
+            inflating = bool(centre > 0 and centre > norm.isf(settings.alpha) * total_se)
             delta_all = np.concatenate(deltas)
             order = np.argsort(delta_all)[:FALLS_NAMED]
             falls = tuple(
@@ -327,6 +327,7 @@ def _judge(
         "ratio": inflation.ratio,
         "ratio_log_se": inflation.log_se,
         "wander": inflation.wander,
+        "inflating": inflation.inflating,
         "series": inflation.series,
         "falls": [{"series": s, "delta": d} for s, d in inflation.falls],
     }

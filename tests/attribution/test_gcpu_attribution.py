@@ -125,3 +125,22 @@ def test_service_wide_shares_go_to_the_deepest_change(tmp_path: Path) -> None:
     after = "main;handle;parse 30\nmain;handle 10\nmain;idle 60\n"
     index = index_of(tmp_path, before, after)
     assert service_wide_shares(index, [["handle"], ["parse"]], SPLIT) == pytest.approx([0.0, 1.0])
+
+
+def test_an_inflated_rise_is_not_owned_by_an_edited_frame_on_it(tmp_path: Path) -> None:
+    """A speed-up elsewhere (``fast`` gives up 20 of 100 samples' worth of work) inflates every
+    other share by 1.25: ``small`` and its callee ``helper`` (edited, but no slower) rise from
+    8 to 10 per 100. Measured against the inflated level, the rise is nobody's; ``slow``, 50%
+    slower in the same deploy, keeps its own."""
+    before = "main;small;helper 8\nmain;slow 20\nmain;fast 24\nmain;rest 48\n"
+    # after: helper 8 -> 10 (x1.25), slow 20 -> 37.5 (x1.5 x1.25), fast 24 -> 5, rest 48 -> 60
+    after = "main;small;helper 20\nmain;slow 75\nmain;fast 10\nmain;rest 95\n"
+    index = index_of(tmp_path, before, after)
+    inflated = attributed_share(index, "small", ["helper"], SPLIT)
+    assert inflated.fraction == pytest.approx(1.0)  # without the ratio: the whole rise
+    owned = attributed_share(index, "small", ["helper"], SPLIT, share_ratio=1.25)
+    assert owned.regression == pytest.approx(0.0, abs=1e-12)
+    assert owned.fraction is None  # no rise left to own
+    slow = attributed_share(index, "slow", ["slow"], SPLIT, share_ratio=1.25)
+    assert slow.regression == pytest.approx(0.375 - 1.25 * 0.2)
+    assert slow.fraction == pytest.approx(1.0)
