@@ -544,13 +544,15 @@ class PairwiseConfig:
     rule also needs one-sided p <= ``evidence_alpha`` / (candidates × members compared) and, when
     one side is not a gCPU series, r >= ``cross_kind_correlation``; between two gCPU series the
     rises must agree with one cause within ``rise_z`` standard errors; ``guard_points`` and
-    ``load_min_series`` as in ``SomConfig``."""
+    ``load_min_series`` as in ``SomConfig``; ``cascade_containment``: the share of a caller's
+    rise on its callee's stacks that makes the two one cascade (0 to 1; above 1: never)."""
 
     evidence_alpha: float = _setting(_PAIRWISE.evidence_alpha, _probability)
     cross_kind_correlation: float = _setting(_PAIRWISE.cross_kind_correlation, _correlation)
     rise_z: float = _setting(_PAIRWISE.rise_z, _non_negative)
     guard_points: int = _setting(_PAIRWISE.guard_points, _count)
     load_min_series: int = _setting(_PAIRWISE.load_min_series, _positive_count)
+    cascade_containment: float = _setting(_PAIRWISE.cascade_containment, _non_negative)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,20 @@ def open_profile_index(paths: Sequence[Path]) -> SampleIndex | None:
     return None
 
 
+def stack_rises(index: SampleIndex, windows: WindowBounds) -> np.ndarray:
+    """Every stack's change of share across the run's analysis start: its share of the samples
+    from the analysis start to the end minus its share over the historical window."""
+    after = index.stack_weights(windows.analysis_start_s, windows.end_s)
+    before = index.stack_weights(windows.historical_start_s, windows.analysis_start_s)
+    total_after, total_before = float(after.sum()), float(before.sum())
+    out = np.zeros(after.size)
+    if total_after > 0:
+        out += after / total_after
+    if total_before > 0:
+        out -= before / total_before
+    return out
+
+
 def build_dedup_context(
     candidates: Sequence[Candidate],
     series: Sequence[Series],
@@ -53,16 +67,17 @@ def build_dedup_context(
     popularity: dict[str, float] = {}
     callers: dict[str, frozenset[str]] = {}
     stacks: dict[str, StackShare] = {}
+    rises = None
     if index is not None:
+        rises = stack_rises(index, windows)
         for candidate in candidates:
             sub = subroutine_of_series(candidate.series_id)
             if sub is None or sub in popularity:
                 continue
             popularity[sub] = index.popularity(sub, windows.historical_start_s, windows.end_s)
             callers[sub] = frozenset(index.ancestors(sub))
-            stacks[sub] = StackShare(
-                *index.stack_share(sub, windows.analysis_start_s, windows.end_s)
-            )
+            ids, weights = index.stack_share(sub, windows.analysis_start_s, windows.end_s)
+            stacks[sub] = StackShare(ids, weights, rises[ids] if rises is not None else None)
             # The cost-shift stage's callers domain is the tightest caller on every one of the
             # subroutine's stacks; such a caller is usually flat (not a candidate), so its
             # samples are attached here. Callers on only some of the stacks are not needed.

@@ -417,10 +417,13 @@ def subroutine_of_series(series_id: str) -> str | None:
 @dataclass(frozen=True, slots=True)
 class StackShare:
     """The stack samples behind one subroutine's gCPU in the analysis window: sorted stack ids
-    and their sample weights (from the sample store)."""
+    and their sample weights (from the sample store); ``rises``, when known, each stack's change
+    of share across the run's deploy (its share of the samples after the analysis start minus
+    its share before it), aligned with ``stack_ids``."""
 
     stack_ids: np.ndarray
     weights: np.ndarray
+    rises: np.ndarray | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -558,7 +561,10 @@ class PairwiseSettings:
     *and* stack overlap ≥ 0.5, each where it applies. Between two gCPU series the rises must
     also agree with one cause: the caller's rise within ``rise_z`` standard errors of the share
     of the callee's rise it holds (``pairwise_dedup._Evidence.rises_agree``). ``guard_points``
-    and ``load_min_series``: as in ``SomSettings``."""
+    and ``load_min_series``: as in ``SomSettings``. ``cascade_containment``: a gCPU candidate
+    joins a group, whatever the rules, when at least this share of a caller's rise lies on the
+    stacks of its callee, one of them the candidate and the other a member (a cascade: one
+    slowed function, its callers' reports; ``pairwise_dedup`` "Cascades")."""
 
     rules: tuple[MergeRule, ...] = (
         MergeRule("correlation", 0.1),
@@ -571,3 +577,4 @@ class PairwiseSettings:
     rise_z: float = 3.0
     guard_points: int = 3
     load_min_series: int = 20
+    cascade_containment: float = 0.8

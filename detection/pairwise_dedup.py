@@ -47,6 +47,22 @@ starts a new group whose id is the candidate's regression id. The choices the pa
   never merge. Among accepted groups the highest
   aggregate score (sum of the available scores of the rules' features) wins, ties to the older
   group. A candidate not merged reports the best-scoring group it was compared with.
+* **Order.** Candidates are placed callees first (``_callees_first``); the verdicts come back in
+  input order. A slowed function then starts the group its callers join.
+* **Cascades.** One slowed function raises every caller's gCPU by its own rise, and callers on
+  different paths share no stack with each other (overlap 0) nor enough noise to pass the
+  correlation rule: four callers of one slowed function would be four reports. The stacks say
+  more: a caller's rise that lies on the stacks of its callee came from the callee. A gCPU
+  candidate joins a group, whatever the rules, when for the candidate and a member, one a
+  caller of the other (``DedupContext.callers``), at least ``cascade_containment`` (80%) of the
+  caller's rise lies on the stacks it shares with the callee (``StackShare.rises``: each stack's
+  change of share across the run's analysis start, known for this run's members): their net
+  rise over itself plus the sum of the rises (falls count 0) of the caller's other stacks, so
+  that a fall elsewhere cannot make room for the callee (shares sum to 1: the root's net
+  change is always 0). Only the
+  caller's rise is tested: a callee's rise always lies on a caller that is on all its stacks,
+  so testing that way would merge every independent regression under ``main``; ``main``, whose
+  rise two independent regressions share, joins neither of them. The verdict keeps the share.
 * **Same regression.** A candidate whose regression id is already a member of a group merges
   into that group as an exact match (every score 1.0), whatever the rules and the gap, and adds
   no second member: re-running the same candidates against the returned groups changes nothing.
@@ -61,7 +77,7 @@ index stack → groups: O(stacks of the candidate + hits). Memory O(BLOCK_ROWS �
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -133,6 +149,17 @@ def pairwise_dedup(
     order, and the updated groups: the given ones (with their new members) then the new ones.
     ``regression_ids[i]`` is candidate ``i``'s stable id, the id of the group it may start."""
     _validate(candidates, settings, regression_ids)
+    order = _callees_first(candidates, context)
+    if order != list(range(len(candidates))):
+        judged, updated = pairwise_dedup(
+            [candidates[k] for k in order],
+            groups,
+            context,
+            settings,
+            regression_ids=[regression_ids[k] for k in order],
+        )
+        back = {k: i for i, k in enumerate(order)}
+        return [judged[back[k]] for k in range(len(candidates))], updated
     features = tuple(dict.fromkeys(rule.feature for rule in settings.rules))
     new = [member_of(c, rid, context) for c, rid in zip(candidates, regression_ids)]
     past = [member for group in groups for member in group.members]
@@ -153,7 +180,7 @@ def pairwise_dedup(
             ),
             settings,
         )
-    state = _GroupState(groups, capacity=len(rows))
+    state = _GroupState(groups, capacity=len(rows), callers=context.callers)
     judged: list[Candidate] = []
     for a in range(0, len(candidates), BLOCK_ROWS):
         b = min(len(candidates), a + BLOCK_ROWS)
@@ -178,6 +205,20 @@ def pairwise_dedup(
                     block.admit(r, joined, n_past + i, starts_group)
             judged.append(candidate.with_verdict(verdict))
     return judged, state.groups(groups)
+
+
+def _callees_first(candidates: Sequence[Candidate], context: DedupContext) -> list[int]:
+    """The order candidates are placed in: a gCPU candidate after every candidate it calls
+    (fewest candidates below it first; otherwise input order), so that a slowed function starts
+    the group its callers' rises then join, and callers on different paths meet in it."""
+    subs = [subroutine_of_series(c.series_id) for c in candidates]
+    present = {s for s in subs if s is not None}
+    below = dict.fromkeys(present, 0)
+    for s in present:
+        for caller in context.callers.get(s, ()):
+            if caller in below and caller != s:
+                below[caller] += 1
+    return sorted(range(len(candidates)), key=lambda k: below.get(subs[k], 0) if subs[k] else 0)
 
 
 def _validate(
@@ -242,6 +283,8 @@ def _decide(
             accepted &= np.logical_or.reduce(scored)
         else:  # any rule that applies
             accepted = np.logical_or.reduce(passes)
+    containment = state.cascade_containment(member)[:n_groups]
+    accepted |= containment >= settings.cascade_containment  # NaN compares False
     accepted &= eligible
     aggregate = np.zeros(n_groups)
     for values in table.values():
@@ -256,7 +299,13 @@ def _decide(
     if accepted.any():
         g = int(np.argmax(np.where(accepted, aggregate, -np.inf)))
         verdict = _verdict(
-            False, state, g, _scores(table, g), settings, evidence(g), considered=considered
+            False,
+            state,
+            g,
+            _scores(table, g),
+            settings,
+            {**evidence(g), "cascade_containment": _plain(containment[g])},
+            considered=considered,
         )
         return verdict, g
     shown = int(np.argmax(np.where(eligible, aggregate, -np.inf))) if considered else None
@@ -267,7 +316,10 @@ def _decide(
         shown,
         scores,
         settings,
-        evidence(shown),
+        {
+            **evidence(shown),
+            "cascade_containment": _plain(containment[shown]) if shown is not None else None,
+        },
         considered=considered,
         new_id=member.regression_id,
     )
@@ -320,11 +372,35 @@ def _verdict(
     return Verdict(STAGE, True, reason, numbers)
 
 
+def _contained(caller: StackShare, callee: StackShare) -> float | None:
+    """The share of the caller's rise that lies on the stacks it shares with its callee: their
+    net rise over itself plus every rise of the caller's other stacks (a fall elsewhere does not
+    offset a rise elsewhere: ``main``'s net change is 0 whatever moved under it). None when the
+    shared stacks did not rise."""
+    assert caller.rises is not None
+    shared = np.isin(caller.stack_ids, callee.stack_ids, assume_unique=True)
+    inside = float(caller.rises[shared].sum())
+    if not inside > 0:
+        return None
+    outside = float(np.maximum(caller.rises[~shared], 0.0).sum())
+    return inside / (inside + outside)
+
+
 class _GroupState:
     """The groups while the call runs: members' change times and group indices as arrays, each
     member's column in the block score matrices, regression id → group, stack id → groups."""
 
-    def __init__(self, groups: Sequence[Group], capacity: int) -> None:
+    def __init__(
+        self,
+        groups: Sequence[Group],
+        capacity: int,
+        callers: Mapping[str, frozenset[str]] | None = None,
+    ) -> None:
+        self.callers = callers or {}
+        # members whose stacks carry rises (this run's gCPU members): subroutine -> (group,
+        # stacks); and each of their callers -> the members below it
+        self.rising: dict[str, list[tuple[int, StackShare]]] = {}
+        self.below: dict[str, list[tuple[int, StackShare]]] = {}
         self.ids = [g.id for g in groups]
         self.representative = [g.members[0].series_id if g.members else "" for g in groups]
         self.added: list[list[GroupMember]] = [[] for _ in groups]
@@ -351,6 +427,11 @@ class _GroupState:
         )
         self.count += 1
         self.regression_group.setdefault(member.regression_id, g)
+        sub = subroutine_of_series(member.series_id)
+        if sub is not None and member.stacks is not None and member.stacks.rises is not None:
+            self.rising.setdefault(sub, []).append((g, member.stacks))
+            for caller in self.callers.get(sub, ()):
+                self.below.setdefault(caller, []).append((g, member.stacks))
         if member.stacks is not None and len(member.stacks.stack_ids):
             self.has_stacks[g] = True
             stacks = member.stacks
@@ -438,6 +519,24 @@ class _GroupState:
         smaller = np.minimum(total, np.asarray(self.union_weight))
         with np.errstate(invalid="ignore", divide="ignore"):
             out[has] = np.where(smaller[has] > 0, shared[has] / smaller[has], np.nan)
+        return out
+
+    def cascade_containment(self, member: GroupMember) -> np.ndarray:
+        """Per group, the largest share of a caller's rise that lies on its callee's stacks,
+        the candidate and a member of the group being the two (NaN: no such pair)."""
+        out = np.full(len(self.ids), np.nan)
+        sub = subroutine_of_series(member.series_id)
+        own = member.stacks
+        if sub is None or own is None or own.rises is None:
+            return out
+        pairs = [  # (group, the caller's stacks, the callee's stacks)
+            *((g, stacks, own) for a in self.callers.get(sub, ()) for g, stacks in self.rising.get(a, ())),
+            *((g, own, stacks) for g, stacks in self.below.get(sub, ())),
+        ]
+        for g, caller, callee in pairs:
+            share = _contained(caller, callee)
+            if share is not None and not share <= out[g]:
+                out[g] = share
         return out
 
     def groups(self, given: Sequence[Group]) -> list[Group]:
