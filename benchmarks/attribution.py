@@ -24,8 +24,21 @@ suggestion is made, a suggestion for >= 60% of regressions.
 whether detection reported the culprit's series, whether attribution named the culprit, and
 where each planted false alarm went (which filter removed it, or which regression absorbed it).
 
+``--real`` runs the whole ``regbot run --dry-run``, with regbot's default settings, on the
+scenarios of ``tests/fixtures/real_history``: the released histories of two real libraries
+(sqlparse, Python-Markdown) with regbot's deploys on top, profiled by real py-spy recordings of
+every code state (``tests/support/real_history.py`` lays them out over three days and ten
+hours). Per scenario: whether a culprit is ranked first with confidence ``high`` by some
+reported regression (each culprit separately for two culprits), the decoys a ``high``
+regression names first (and those among its candidates), the gate, where the regressed series
+went, and what every reported regression names. Targets: culprit first with ``high`` in >= 9 of
+the 10 ``slower`` and ``caller_calls_more`` scenarios, no decoy ever named with ``high``, the gate
+failing on every scenario. The seeded generator's top-1 / top-3 on ``--seeded-seeds`` seeds
+(attribution of the culprit's series, as the default mode) are printed beside.
+
     python benchmarks/attribution.py [--seeds 200] [--first-seed 0] [--workers 1]
     python benchmarks/attribution.py --full [--seeds 10]
+    python benchmarks/attribution.py --real [--seeded-seeds 40] [--real-seed 0]
 """
 
 from __future__ import annotations
@@ -496,6 +509,342 @@ def full_report(results: Sequence[FullResult]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# --real: the whole `regbot run --dry-run` on the real histories of real libraries.
+
+SUPPORT = Path(__file__).resolve().parents[1] / "tests" / "support"
+REAL_DECOYS = ("docstring_only", "local_rename", "speed_up", "caller_edit", "names_function")
+
+
+def _real_history():
+    """tests/support/real_history.py (not part of the installed package)."""
+    if str(SUPPORT) not in sys.path:
+        sys.path.insert(0, str(SUPPORT))
+    import real_history
+
+    return real_history
+
+
+@dataclass(frozen=True)
+class Named:
+    """What one reported regression names: its series, confidence, the role of its first
+    candidate (culprit, a decoy kind, filler; "-" without candidates) and of the ranking's first
+    commit, and the culprit's place in its ranking (None: not ranked)."""
+
+    series: str
+    confidence: str
+    first: str
+    first_title: str
+    ranked_first: str
+    culprit_rank: int | None
+    parts_first: dict[str, float]
+    parts_culprit: dict[str, float] | None
+    delta: float
+    regressed: bool  # a regressed series, or the regression one was merged into
+
+
+@dataclass(frozen=True)
+class RealResult:
+    library: str
+    name: str
+    kind: str
+    culprit_functions: tuple[str, ...]  # per culprit: the function its edit changed
+    culprits_high: tuple[bool, ...]  # per culprit: first candidate of a high regression
+    culprits_first: tuple[bool, ...]  # per culprit: first candidate of any reported regression
+    culprits_top3: tuple[bool, ...]  # per culprit: in the first 3 of some reported ranking
+    decoys_high: tuple[str, ...]  # decoy kinds named first by a high regression
+    decoys_in_high: tuple[str, ...]  # decoy kinds among the candidates of a high regression
+    gate: str
+    fates: dict[str, str]
+    named: tuple[Named, ...]
+    zero_gcpu_ok: bool  # docstring_only / local_rename decoys got gcpu_attribution 0 everywhere
+    seconds: float
+
+
+def _representative(report: dict, series: str, depth: int = 0) -> str | None:
+    """The reported regression that stands for ``series``: itself, or the one a dedup stage
+    merged it into (following the chain); None when it was not reported or merged."""
+    if any(entry["series"] == series for entry in report["regressions"]):
+        return series
+    entry = next((e for e in report.get("filtered", []) if e["series"] == series), None)
+    if entry is None or depth > 3:
+        return None
+    for verdict in entry["verdicts"].values():
+        if isinstance(verdict, dict) and verdict.get("passed") is False:
+            reason = str(verdict.get("reason", ""))
+            if reason.startswith("duplicate of "):
+                return _representative(
+                    report, reason.removeprefix("duplicate of ").strip(), depth + 1
+                )
+            return None
+    return None
+
+
+def _role(scenario, sha: str) -> str:
+    role = scenario.role(sha)
+    return "culprit" if role == "culprit" else role
+
+
+def run_real(library: str, name: str, seed: int = 0) -> RealResult:
+    from regbot.bot.cli import main
+
+    real_history = _real_history()
+    with tempfile.TemporaryDirectory(prefix=f"regbot-real-{library}-{name}-") as folder:
+        scenario = real_history.build_real_scenario(library, name, Path(folder) / "s", seed)
+        output = Path(folder) / "report.json"
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            code = main(scenario.run_arguments(output))
+        seconds = time.perf_counter() - started
+        if code != 0:
+            raise SystemExit(f"{library}/{name}: regbot run exited {code}")
+        report = json.loads(output.read_text())
+    regressions = report["regressions"]
+    high = [r for r in regressions if r["confidence"] == "high"]
+
+    def first(r: dict) -> str:
+        return r["candidates"][0]["commit"] if r["candidates"] else ""
+
+    culprits = scenario.culprits
+    carriers = set(scenario.series) | {
+        rep for series in scenario.series if (rep := _representative(report, series))
+    }
+    named = []
+    for r in regressions:
+        ranking = [c["commit"] for c in r.get("ranking", r["candidates"])]
+        rank = next((i for i, sha in enumerate(ranking) if sha in culprits), None)
+        top = r["candidates"][0] if r["candidates"] else None
+        culprit_entry = r["ranking"][rank] if rank is not None else None
+        named.append(
+            Named(
+                series=r["series"],
+                confidence=r["confidence"],
+                first=_role(scenario, top["commit"]) if top else "-",
+                first_title=top["title"] if top else "",
+                ranked_first=_role(scenario, ranking[0]) if ranking else "-",
+                culprit_rank=rank,
+                parts_first=dict(r["ranking"][0]["parts"]) if r.get("ranking") else {},
+                parts_culprit=dict(culprit_entry["parts"]) if culprit_entry else None,
+                delta=float(r["delta"]),
+                regressed=r["series"] in carriers,
+            )
+        )
+    cosmetic = {
+        scenario.decoys[k] for k in ("docstring_only", "local_rename") if k in scenario.decoys
+    }
+    zero_ok = all(
+        c["parts"]["gcpu_attribution"] == 0
+        for r in regressions
+        for c in r.get("ranking", []) + r["candidates"]
+        if c["commit"] in cosmetic
+    )
+    decoy_of = {sha: kind for kind, sha in scenario.decoys.items()}
+    return RealResult(
+        library=library,
+        name=name,
+        kind=scenario.kind,
+        culprit_functions=tuple(
+            _short(scenario.touches[c][0]) if scenario.touches.get(c) else "?" for c in culprits
+        ),
+        culprits_high=tuple(any(first(r) == c for r in high) for c in culprits),
+        culprits_first=tuple(any(first(r) == c for r in regressions) for c in culprits),
+        culprits_top3=tuple(
+            any(c in [x["commit"] for x in r.get("ranking", [])[:3]] for r in regressions)
+            for c in culprits
+        ),
+        decoys_high=tuple(sorted({decoy_of[first(r)] for r in high if first(r) in decoy_of})),
+        decoys_in_high=tuple(
+            sorted(
+                {
+                    decoy_of[c["commit"]]
+                    for r in high
+                    for c in r["candidates"]
+                    if c["commit"] in decoy_of
+                }
+            )
+        ),
+        gate=str(report["gate"]["state"]),
+        fates={s: _fate(report, s) for s in scenario.series},
+        named=tuple(named),
+        zero_gcpu_ok=zero_ok,
+        seconds=seconds,
+    )
+
+
+def _mark(flags: Sequence[bool]) -> str:
+    return "/".join("yes" if f else "no" for f in flags)
+
+
+def _named_line(n: Named) -> str:
+    culprit = "-" if n.culprit_rank is None else f"#{n.culprit_rank + 1}"
+    star = "*" if n.regressed else ""
+    return f"{star}{_short(n.series)}={n.first}({n.confidence}, culprit {culprit})"
+
+
+def real_report(results: Sequence[RealResult], seeded: Sequence[SeedResult]) -> str:
+    rows = [
+        [
+            f"{r.library}/{r.name}",
+            r.kind,
+            ", ".join(f"{_short(s)}: {f}" for s, f in r.fates.items()),
+            _mark(r.culprits_high),
+            _mark(r.culprits_first),
+            ", ".join(r.decoys_high) or "-",
+            r.gate,
+            str(len(r.named)),
+            f"{r.seconds:.0f}s",
+        ]
+        for r in results
+    ]
+    header = (
+        "scenario",
+        "kind",
+        "regressed series",
+        "culprit #1 high",
+        "culprit #1",
+        "decoys #1 high",
+        "gate",
+        "reported",
+        "run",
+    )
+    out = [_table("regbot run --dry-run on real histories (default settings)", header, rows), ""]
+    out.append(
+        "what the reported regressions name first (series=role of the first candidate"
+        " (confidence, the culprit's rank in its ranking)); * a regressed series or the"
+        " regression it was merged into:"
+    )
+    for r in results:
+        naming = [n for n in r.named if n.confidence != "none" or n.regressed]
+        silent = len(r.named) - len(naming)
+        out.append(
+            f"  {r.library}/{r.name}: "
+            + ("; ".join(_named_line(n) for n in naming) or "-")
+            + (f"; and {silent} with no suggestion" if silent else "")
+        )
+    out.append("")
+    misses = [r for r in results if not all(r.culprits_high)]
+    if misses:
+        out.append(
+            "misses: per regression that names a commit or carries a regressed series (*), the"
+            " first-ranked commit and the culprit, with their parts"
+        )
+        for r in misses:
+            out.append(f"  {r.library}/{r.name} ({r.kind}):")
+            for n in r.named:
+                if not n.parts_first or (n.confidence == "none" and not n.regressed):
+                    continue
+                parts = ", ".join(f"{k} {v:.2f}" for k, v in n.parts_first.items())
+                culprit = (
+                    ", ".join(f"{k} {v:.2f}" for k, v in n.parts_culprit.items())
+                    if n.parts_culprit
+                    else "not ranked"
+                )
+                out.append(
+                    f"    {'*' if n.regressed else ''}{_short(n.series)} ({n.confidence},"
+                    f" delta {n.delta:+.4f}): first"
+                    f" {n.ranked_first} [{parts}]; culprit #"
+                    f"{'-' if n.culprit_rank is None else n.culprit_rank + 1} [{culprit}]"
+                )
+        out.append("")
+    such = [r for r in results if r.kind in ("slower", "caller_calls_more")]
+    two = [r for r in results if r.kind == "two_culprits"]
+    more = [r for r in results if r.kind == "caller_calls_more"]
+    decoys_high = sum(len(r.decoys_high) for r in results)
+    decoys_in = sum(len(r.decoys_in_high) for r in results)
+    gate = sum(r.gate == "failure" for r in results)
+    hits = sum(all(r.culprits_high) for r in such)
+    rows = [
+        [
+            "culprit #1 with high (slower, caller_calls_more)",
+            f"{hits}/{len(such)}",
+            ">= 9/10",
+            "met" if len(such) and hits >= 0.9 * len(such) else "NOT met",
+        ],
+        [
+            "decoys named #1 with high",
+            str(decoys_high),
+            "0",
+            "met" if decoys_high == 0 else "NOT met",
+        ],
+        [
+            "  by kind",
+            ", ".join(
+                f"{k} {v}"
+                for k, v in Counter(k for r in results for k in r.decoys_high).most_common()
+            )
+            or "-",
+            "",
+            "",
+        ],
+        ["decoys among candidates of high regressions", str(decoys_in), "-", ""],
+        [
+            "gate failed",
+            f"{gate}/{len(results)}",
+            f"{len(results)}/{len(results)}",
+            "met" if gate == len(results) else "NOT met",
+        ],
+        [
+            "two culprits: each #1 with high",
+            ", ".join(
+                f"{r.library} {_mark(r.culprits_high)}"
+                + "".join(
+                    f" (not {f})"
+                    for f, h in zip(r.culprit_functions, r.culprits_high, strict=True)
+                    if not h
+                )
+                for r in two
+            )
+            or "-",
+            "yes/yes",
+            "",
+        ],
+        [
+            "caller calls more: caller's commit #1 with high",
+            ", ".join(f"{r.library} {_mark(r.culprits_high)}" for r in more) or "-",
+            "yes",
+            "",
+        ],
+        [
+            "docstring/rename decoys with gCPU credit 0",
+            f"{sum(r.zero_gcpu_ok for r in results)}/{len(results)}",
+            f"{len(results)}/{len(results)}",
+            "",
+        ],
+    ]
+    out += [_table("summary (real histories)", ("", "result", "target", ""), rows), ""]
+    n = len(such)
+    first = sum(all(r.culprits_first) for r in such)
+    top3 = sum(all(r.culprits_top3) for r in such)
+    res = [s.methods["regbot"] for s in seeded]
+    rows = [
+        [
+            "real histories, whole run (slower + caller_calls_more)",
+            str(n),
+            _pct(first, n),
+            _pct(hits, n),
+            _pct(top3, n),
+        ],
+    ]
+    if seeded:
+        rows.append(
+            [
+                "seeded generator, attribution of the culprit's series",
+                str(len(res)),
+                _pct(sum(m.rank == 0 for m in res), len(res)),
+                _pct(sum(m.rank == 0 and m.confidence == "high" for m in res), len(res)),
+                _pct(sum(m.rank is not None and m.rank < 3 for m in res), len(res)),
+            ]
+        )
+    out.append(
+        _table(
+            "beside the seeded generator",
+            ("", "scenarios", "top-1", "top-1 high", "top-3"),
+            rows,
+        )
+    )
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def _map(function: Callable, seeds: Sequence[int], workers: int, progress: bool) -> list:
@@ -524,10 +873,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--misses", action="store_true", help="list the seeds where regbot's top-1 is wrong"
     )
+    parser.add_argument(
+        "--real", action="store_true", help="`regbot run --dry-run` on the real histories"
+    )
+    parser.add_argument(
+        "--seeded-seeds", type=int, default=40, help="with --real: seeded scenarios beside"
+    )
+    parser.add_argument("--real-seed", type=int, default=0, help="with --real: the timeline seed")
     args = parser.parse_args(argv)
     count = args.seeds if args.seeds is not None else (10 if args.full else 200)
     seeds = list(range(args.first_seed, args.first_seed + count))
-    if args.full:
+    if args.real:
+        names = _real_history().scenario_names()
+        real = []
+        for i, (library, name) in enumerate(names, start=1):
+            real.append(run_real(library, name, args.real_seed))
+            if not args.quiet:
+                print(f"  {i}/{len(names)} real scenarios", file=sys.stderr, flush=True)
+        seeded_seeds = list(range(args.first_seed, args.first_seed + args.seeded_seeds))
+        seeded = _map(run_seed, seeded_seeds, args.workers, not args.quiet) if seeded_seeds else []
+        print(real_report(real, seeded))
+    elif args.full:
         print(full_report(_map(run_full, seeds, args.workers, not args.quiet)))
     else:
         results = _map(run_seed, seeds, args.workers, not args.quiet)
