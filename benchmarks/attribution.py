@@ -414,19 +414,26 @@ class FullResult:
     seconds: float
 
 
-def run_full(seed: int) -> FullResult:
+def _run_quietly(
+    arguments: Callable[[Path], list[str]], folder: Path, label: str
+) -> tuple[dict, float]:
+    """`regbot run` in-process with its output silenced: its report and wall seconds."""
     from regbot.bot.cli import main
 
+    output = folder / "report.json"
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main(arguments(output))
+    seconds = time.perf_counter() - started
+    if code != 0:
+        raise SystemExit(f"{label}: regbot run exited {code}")
+    return json.loads(output.read_text()), seconds
+
+
+def run_full(seed: int) -> FullResult:
     with tempfile.TemporaryDirectory(prefix=f"regbot-attribution-full-{seed}-") as folder:
         scenario = build_scenario(Path(folder) / "scenario", seed)
-        output = Path(folder) / "report.json"
-        started = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            code = main(scenario.run_arguments(output))
-        seconds = time.perf_counter() - started
-        if code != 0:
-            raise SystemExit(f"seed {seed}: regbot run exited {code}")
-        report = json.loads(output.read_text())
+        report, seconds = _run_quietly(scenario.run_arguments, Path(folder), f"seed {seed}")
     naming = [
         r
         for r in report["regressions"]
@@ -585,19 +592,10 @@ def _role(scenario, sha: str) -> str:
 
 
 def run_real(library: str, name: str, seed: int = 0) -> RealResult:
-    from regbot.bot.cli import main
-
     real_history = _real_history()
     with tempfile.TemporaryDirectory(prefix=f"regbot-real-{library}-{name}-") as folder:
         scenario = real_history.build_real_scenario(library, name, Path(folder) / "s", seed)
-        output = Path(folder) / "report.json"
-        started = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            code = main(scenario.run_arguments(output))
-        seconds = time.perf_counter() - started
-        if code != 0:
-            raise SystemExit(f"{library}/{name}: regbot run exited {code}")
-        report = json.loads(output.read_text())
+        report, seconds = _run_quietly(scenario.run_arguments, Path(folder), f"{library}/{name}")
     regressions = report["regressions"]
     high = [r for r in regressions if r["confidence"] == "high"]
 
