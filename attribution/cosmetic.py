@@ -47,19 +47,25 @@ _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 @lru_cache(maxsize=128)
-def function_nodes(source: str | bytes) -> dict[str, ast.AST] | None:
+def function_nodes(source: str | bytes) -> dict[str, tuple[ast.AST, ...]] | None:
     """Every function and method of a source by qualname (as ``python_subroutines.outline``
-    names them: ``Class.method``, ``outer.inner``), None when it does not parse."""
+    names them: ``Class.method``, ``outer.inner``), None when it does not parse.
+
+    A qualname maps to *every* definition of that name in source order: ``@overload`` stubs
+    precede the real definition, a ``@property`` getter and its ``@x.setter`` share one name,
+    and a conditional ``if``/``else`` may define a function twice. Profiles name all of them
+    alike, so a change to any one of them is a change of the frame; comparing only the first
+    would call a real edit of the last (the one that runs) cosmetic."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    found: dict[str, ast.AST] = {}
+    found: dict[str, list[ast.AST]] = {}
 
     def visit(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, _FUNCTIONS):
-                found.setdefault(prefix + child.name, child)
+                found.setdefault(prefix + child.name, []).append(child)
                 visit(child, f"{prefix}{child.name}.")
             elif isinstance(child, ast.ClassDef):
                 visit(child, f"{prefix}{child.name}.")
@@ -67,16 +73,22 @@ def function_nodes(source: str | bytes) -> dict[str, ast.AST] | None:
                 visit(child, prefix)
 
     visit(tree, "")
-    return found
+    return {name: tuple(nodes) for name, nodes in found.items()}
 
 
 def is_cosmetic(qualname: str, old_source: str | bytes, new_source: str | bytes) -> bool:
-    """Whether function ``qualname`` exists on both sides with the same behaviour fingerprint
-    (module docstring); False when either side does not parse or lacks it."""
+    """Whether function ``qualname`` exists on both sides with the same behaviour fingerprints
+    (module docstring): every definition of that name, in order; False when either side does
+    not parse or lacks it."""
     old, new = function_nodes(old_source), function_nodes(new_source)
     if old is None or new is None or qualname not in old or qualname not in new:
         return False
-    return behaviour_fingerprint(old[qualname]) == behaviour_fingerprint(new[qualname])
+    if len(old[qualname]) != len(new[qualname]):
+        return False
+    return all(
+        behaviour_fingerprint(a) == behaviour_fingerprint(b)
+        for a, b in zip(old[qualname], new[qualname], strict=True)
+    )
 
 
 @lru_cache(maxsize=128)

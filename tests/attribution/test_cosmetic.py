@@ -106,3 +106,44 @@ def test_python_subroutines_reports_cosmetic_touches_as_such() -> None:
 def test_missing_or_unparsable_sides_are_not_cosmetic() -> None:
     assert not is_cosmetic("tokens", OLD, "def (")
     assert not is_cosmetic("tokens", OLD, OLD.replace("def tokens", "def words"))
+
+
+OVERLOADED = '''
+from typing import overload
+
+
+class Registry:
+    @overload
+    def __getitem__(self, key: str) -> object: ...
+
+    @overload
+    def __getitem__(self, key: int) -> object: ...
+
+    def __getitem__(self, key):
+    """Item by name or index."""
+        return self._data[key]
+
+    @property
+    def size(self):
+        return len(self._data)
+
+    @size.setter
+    def size(self, value):
+        self._limit = value
+'''.replace('    """Item', '        """Item')
+
+
+def test_every_definition_of_a_name_counts() -> None:
+    # the real definition follows its @overload stubs: an edit of it is behaviour
+    real_edit = OVERLOADED.replace("return self._data[key]", "return list(self._data)[key]")
+    assert not edited(OVERLOADED, real_edit, "Registry.__getitem__")
+    assert edited(OVERLOADED, OVERLOADED.replace("by name", "by its name"), "Registry.__getitem__")
+    # a property's setter shares the getter's frame name
+    setter_edit = OVERLOADED.replace("self._limit = value", "self._limit = int(value)")
+    assert not edited(OVERLOADED, setter_edit, "Registry.size")
+    # a stub removed is a change of the name's definitions
+    assert not edited(
+        OVERLOADED,
+        OVERLOADED.replace("    @overload\n    def __getitem__(self, key: int) -> object: ...\n", ""),
+        "Registry.__getitem__",
+    )
