@@ -94,9 +94,17 @@ built from leaf-to-ancestor links, never across siblings:
   correlate significantly with another's (a caller's samples hold its callee's), with the same
   leaf-to-ancestor structure and rise test; otherwise it is a group of its own. Sharing a cell
   (shape and time) is never enough: after a deploy, independent regressions share both.
-* *Credited change*: in the ImportanceScore an ancestor counts min(its delta, its head's rise
-  seen inside it), not the rises of other groups its inclusive series also carries, so a caller
-  summing two leaves does not outrank its own group's leaf on the absolute change. Heads and
+* *Credited change*: in the ImportanceScore an ancestor counts its delta less the rise that
+  belongs to *other groups* (candidates below it whose head is not its own: a caller also
+  carries unrelated leaves' rises), at least its head's rise seen inside it and at most its
+  own delta: min(delta, max(e_head, delta − other groups' rise)). With the stacks' own rises
+  (the sample store's, ``StackShare.rises``) that part is measured per stack: the rise of the
+  ancestor's stacks that hold a candidate of another group and none of its own group's;
+  without them, the nearest other-group candidates' deltas times the share of their samples
+  inside the ancestor. So a caller summing two leaves does not outrank its own group's leaf on
+  the absolute change, while a caller whose own code rose far more than the leaf below it (a
+  slower loop above a slightly busier callee) keeps that rise and represents the group: a
+  representative is never a weaker detection than a member of its own group. Heads and
   candidates without stacks count their own delta.
 
 Known limit: a caller whose own code regressed at the same moment as a leaf below it joins that
@@ -527,6 +535,7 @@ def stack_links(
             continue
         below_of.setdefault(b, []).append((a, weight / totals[a] if totals[a] > 0 else 0.0))
     local_delta = delta[rows]
+    local_head: dict[int, tuple[int, float]] = {}  # ancestor -> (its head, head's rise inside)
     for upper, below in below_of.items():
         explained = [
             (abs(local_delta[upper] - e), -e, names[lower], lower, e)
@@ -536,9 +545,52 @@ def stack_links(
         ]
         if explained:
             _, _, _, lower, e = min(explained)
+            local_head[upper] = (lower, e)
             head[rows[upper]] = rows[lower]
-            credited[rows[upper]] = min(local_delta[upper], e)
+    group = {k: local_head.get(k, (k, 0.0))[0] for k in range(len(rows))}
+    below_sets = {upper: {lower for lower, _ in below} for upper, below in below_of.items()}
+    for upper, (lower, e) in local_head.items():
+        below = below_of[upper]
+        mine = [b for b, _ in below if group[b] == group[upper]]
+        theirs = [(b, share) for b, share in below if group[b] != group[upper]]
+        own = local_delta[upper]
+        if shares[upper].rises is not None:
+            others = _rise_of_other_groups(upper, mine, theirs, ids, shares[upper].rises)
+        else:
+            others = _other_groups_inside(theirs, below_sets, local_delta)
+        credited[rows[upper]] = min(own, max(e, own - others))
     return StackLinks(head, credited)
+
+
+def _rise_of_other_groups(
+    upper: int,
+    mine: list[int],
+    theirs: list[tuple[int, float]],
+    ids: list[np.ndarray],
+    rises: np.ndarray,
+) -> float:
+    """The rise of an ancestor's samples that belongs to other groups, from the stacks' own
+    rises (``StackShare.rises``): its stacks that hold a candidate below it of another group
+    and none of its own group's (at least 0). Stacks holding its own group's candidates are
+    that group's; stacks holding no candidate below are the ancestor's own code."""
+    if not theirs:
+        return 0.0
+    own_ids = ids[upper]
+    elsewhere = np.isin(own_ids, np.concatenate([ids[b] for b, _ in theirs]))
+    if mine:
+        elsewhere &= ~np.isin(own_ids, np.concatenate([ids[b] for b in mine]))
+    return max(float(np.asarray(rises, dtype=np.float64)[elsewhere].sum()), 0.0)
+
+
+def _other_groups_inside(
+    theirs: list[tuple[int, float]], below_sets: dict[int, set[int]], delta: np.ndarray
+) -> float:
+    """Without the stacks' rises: the rises, seen inside an ancestor, of the nearest
+    candidates below it of other groups (those not below another of them), each its rise (at
+    least 0) times the share of its samples inside the ancestor."""
+    members = {b for b, _ in theirs}
+    deeper = set().union(*(below_sets.get(m, set()) & members for m in members))
+    return sum(max(float(delta[b]), 0.0) * share for b, share in theirs if b not in deeper)
 
 
 def _moments(

@@ -527,7 +527,8 @@ def test_stack_links_by_hand() -> None:
     assert links.head.tolist() == [0, 1, 0]
     delta = [c.delta for c in candidates]
     assert links.credited[:2].tolist() == delta[:2]
-    assert links.credited[2] == min(delta[2], delta[0])  # parse's samples all lie under it
+    # parse's samples all lie under it; encode's rise there belongs to encode's group
+    assert links.credited[2] == pytest.approx(min(delta[2], max(delta[0], delta[2] - delta[1])))
     # Half of parse's samples under the caller: it explains half of parse's rise.
     half = DedupContext(
         callers=context.callers,
@@ -535,11 +536,51 @@ def test_stack_links_by_hand() -> None:
     )
     links = stack_links(candidates, half, SETTINGS)
     assert links.head.tolist() == [0, 1, 1]  # now encode's whole rise comes closer
-    assert links.credited[2] == pytest.approx(min(delta[2], delta[1]))
+    explained = (delta[0] * 0.5, delta[1])
+    assert links.credited[2] == pytest.approx(min(delta[2], max(explained[1], delta[2] - explained[0])))
     # A candidate without stacks has no head and keeps its delta.
     qps = make_candidate("qps:svc", candidates[0].values, N_HIST + 6, kind="throughput")
     links = stack_links([*candidates, qps], context, SETTINGS)
     assert links.head[3] == -1 and links.credited[3] == qps.delta
+
+
+def test_a_caller_whose_own_code_rose_represents_its_slightly_busier_callee() -> None:
+    """The caller's self time rose far more than the one leaf below it (a slower loop above a
+    callee called a little more): the caller is credited with its own rise and represents the
+    group, never the leaf with the small rise."""
+    for seed in SEEDS:
+        candidates, context = two_leaves_under_one_caller(seed, 0.1, 0.0)
+        rng = np.random.default_rng(seed + 100)
+        # the caller's own code (stack 5) rises by 3.0 at the same hour
+        values = candidates[2].values + 3.0 * profile("step", N_HIST + 6)
+        values = values + rng.normal(0.0, 0.01, N_POINTS)
+        candidates = [candidates[0], make_candidate(candidates[2].series_id, values, N_HIST + 6)]
+        links = stack_links(candidates, context, SETTINGS)
+        assert links.head.tolist() == [0, 0]
+        assert links.credited[1] == pytest.approx(candidates[1].delta)
+        parse, caller = (c.verdicts["som_dedup"] for c in som_dedup(candidates, context, SETTINGS))
+        assert caller.passed and not parse.passed
+        assert parse.numbers["representative"] == candidates[1].series_id
+
+
+def test_stack_rises_say_which_part_of_a_callers_rise_is_another_groups() -> None:
+    """With the stacks' own rises, the caller's credit is its delta less the rise of the stacks
+    holding the other group's leaf (encode): its own code's rise (stack 5) stays with it, so it
+    represents parse's group when that rise is the larger, and not otherwise."""
+    for own, caller_represents in ((0.0, False), (2.0, True)):
+        candidates, context = two_leaves_under_one_caller(3, 0.5, 0.3)
+        values = candidates[2].values + own * profile("step", N_HIST + 6)
+        candidates[2] = make_candidate(candidates[2].series_id, values, N_HIST + 6)
+        rises = np.array([0.25, 0.25, 0.15, 0.15, own])  # parse, parse, encode, encode, own
+        stacks = {**context.stacks, CALLER: replace(context.stacks[CALLER], rises=rises)}
+        context = replace(context, stacks=stacks)
+        links = stack_links(candidates, context, SETTINGS)
+        assert links.head.tolist() == [0, 1, 0]
+        assert links.credited[2] == pytest.approx(
+            max(candidates[0].delta, candidates[2].delta - 0.3)
+        )
+        parse, _, caller = (c.verdicts["som_dedup"] for c in som_dedup(candidates, context, SETTINGS))
+        assert caller.passed is caller_represents and parse.passed is not caller_represents
 
 
 def test_an_ancestor_changing_at_another_moment_is_its_own_group() -> None:
