@@ -46,7 +46,11 @@ change's samples rose).
 Under ``"informative"``, when no change touched B, what it calls or a separating caller, the
 callers on every one of B's stacks are all the evidence left: the part is then computed as
 under ``"stack"`` (the deepest such caller owns the stacks), so a change that makes B's only
-caller call it more often is still found.
+caller call it more often is still found. Such a caller must carry the rise: its own
+inclusive share (every stack holding an edited caller of B) must have risen by at least half
+of what B's extra work adds to it (``_caller_carries``). Calling B more adds B's cost to the caller's; a caller
+whose inclusive share fell (a speed-up of its own code beside which B's share rose) moved
+cost within itself and takes nothing.
 """
 
 from __future__ import annotations
@@ -112,6 +116,10 @@ def attributed_shares(
         attributed = _owned_rises(
             index, subroutine, with_b, modified_per_change, split, "stack", share_ratio
         )
+        attributed = [
+            a if a <= 0 or _caller_carries(index, with_b, modified, split, a, share_ratio) else 0.0
+            for a, modified in zip(attributed, modified_per_change, strict=True)
+        ]
     shares = []
     for a in attributed:
         fraction = float(np.clip(a / regression, 0, 1)) if regression > 0 else None
@@ -178,6 +186,34 @@ def _deepest_counted(
     counted &= with_b[stacks]
     np.maximum.at(depth, stacks[counted], np.flatnonzero(counted))
     return depth
+
+
+def _caller_carries(
+    index: SampleIndex,
+    with_b: np.ndarray,
+    modified: Collection[str],
+    split: TimeSplit,
+    owned: float,
+    share_ratio: float,
+) -> bool:
+    """Whether the change's edited callers of B carry the rise they would be credited with:
+    the inclusive share c of those callers (every stack holding one of them) rose by at least
+    half of what ``owned`` extra work in B would add to it. A caller that calls B more often
+    adds B's extra cost to its own inclusive cost; a caller whose inclusive cost fell (a
+    speed-up of its own code, beside which B's share rose) moved cost, it did not add any, and
+    takes no credit for B.
+
+    Shares are normalised: work that raises B's share b by ``owned`` raises the share c of a
+    caller holding B by ``owned``·(1 − c)/(1 − b) (nothing for a caller on every sample, which
+    cannot rise), the same arithmetic as the cost-shift check's."""
+    on_b = [name for name in modified if (with_b & index.stacks_with(name)).any()]
+    if not on_b:
+        return False
+    callers = _stacks_with_any(index, on_b)
+    c = index.share_of(callers, split.before_start_s, split.change_s)
+    b = index.share_of(with_b, split.before_start_s, split.change_s)
+    expected = owned * (1.0 - c) / (1.0 - b) if b < 1.0 else 0.0
+    return _rise(index, callers, split, share_ratio) >= 0.5 * expected
 
 
 def _stacks_with_any(index: SampleIndex, names: Collection[str]) -> np.ndarray:

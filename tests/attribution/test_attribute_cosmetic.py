@@ -141,3 +141,32 @@ def test_the_caller_that_calls_more_often_is_the_answer(tmp_path: Path) -> None:
     assert result.ranked[0].parts.gcpu_attribution == 1.0
     assert result.ranked[1].parts.gcpu_attribution == 0.0
     assert result.confidence == "high"
+
+
+def test_a_caller_that_sped_up_takes_no_credit_for_its_callees_share(tmp_path: Path) -> None:
+    """``main`` got faster in its own code; ``tokens`` (unchanged, called as often) costs the
+    same, so its *share* rose. The only edited frame on its stacks is ``main``, but ``main``'s
+    inclusive share fell: it moved no cost into ``tokens`` and is credited with nothing, so
+    nothing is named with confidence ``high``."""
+    repo = GitRepo(tmp_path / "repo")
+    base = repo.commit("base", {"lib/text.py": SOURCE})
+    path = "lib/text.py"
+    repo.replace(path, "    return [tokens(line) for line in lines]", "    return list(map(tokens, lines))")
+    repo.commit("main: tokenise with map")
+    commits = read_change_set(repo.path, base, "main")
+    frames = "run (app.py:3);main (lib/text.py:16)"
+    index = index_of(
+        tmp_path,
+        f"{frames};tokens (lib/text.py:9) 10\n{frames} 50\nrun (app.py:3);other (app.py:9) 40\n",
+        f"{frames};tokens (lib/text.py:9) 10\n{frames} 20\nrun (app.py:3);other (app.py:9) 40\n",
+        after_s=600.0,
+    )
+    changes = prepare_changes(list(commits), index)
+    evidence = RegressionEvidence(
+        "r-4", "gcpu:tokens (lib/text.py)", "gcpu", "tokens (lib/text.py)", 600.0, 0.0, 1200.0,
+        np.array([0.0, 600.0]), np.array([0.1, 0.143]),
+    )  # fmt: skip
+    result = attribute(evidence, changes, index, (), AttributionSettings())
+    assert result.ranked[0].commit.title == "main: tokenise with map"
+    assert result.ranked[0].parts.gcpu_attribution == 0.0
+    assert result.confidence != "high"
