@@ -10,7 +10,8 @@ Which modified frames count (``scope``):
 * ``"stack"``: a modified subroutine anywhere on a stack with B, exactly as in Table 2, where a
   change to B's caller A is credited with the A → B → C samples;
 * ``"downstream"``: only B itself or what B transitively calls, i.e. a modified frame at or below
-  B's outermost occurrence. On Table 2 this gives ℒ = 0.03 (the A → B → C row no longer
+  B's outermost occurrence — unless the same function also sits above B on that stack
+  (recursion, ``a → b → a``: there ``a`` is B's caller, and counts as one). On Table 2 this gives ℒ = 0.03 (the A → B → C row no longer
   counts), 60%;
 * ``"informative"`` (regbot's default): downstream frames, plus callers of B that are absent from
   at least one of B's stacks carrying samples in the two windows. A caller present on every one
@@ -177,12 +178,12 @@ def _deepest_counted(
     depth = np.full(len(index.offsets) - 1, -1, dtype=np.int64)
     if not modified:
         return depth
-    counted = index.positions_of_any(modified)
     if scope != "stack" and subroutine is not None:
-        positions = np.arange(len(index.stack_frames), dtype=np.int64)
-        counted &= positions >= index.outermost_positions(subroutine)[stacks]
+        counted = index.downstream_positions(subroutine, modified)
         if scope == "informative":
             counted |= index.positions_of_any(_separating(index, with_b, modified, split))
+    else:
+        counted = index.positions_of_any(modified)
     counted &= with_b[stacks]
     np.maximum.at(depth, stacks[counted], np.flatnonzero(counted))
     return depth

@@ -164,18 +164,33 @@ class SampleIndex:
         np.minimum.at(outermost, self.stack_of_position[target], np.flatnonzero(target))
         return outermost
 
-    def stacks_with_any_below(self, name: str, others: Iterable[str]) -> np.ndarray:
-        """Boolean mask over stacks: those containing ``name`` and one of ``others`` at or below
-        its outermost occurrence (``name`` itself, or anything it transitively calls). A frame of
-        ``others`` seen only above ``name`` (a caller) does not count."""
-        n_stacks = len(self.offsets) - 1
-        positions = np.arange(len(self.stack_frames), dtype=np.int64)
-        other = self.positions_of_any(others)
-        never = np.iinfo(np.int64).max
+    def downstream_positions(self, name: str, others: Iterable[str]) -> np.ndarray:
+        """Boolean mask over positions in ``stack_frames``: frames of ``others`` at or below
+        ``name``'s outermost occurrence on their stack (``name`` itself, or what it transitively
+        calls) whose function does not also appear above that occurrence on the same stack. A
+        recursive call chain (``a → b → a``) makes ``a`` both ``b``'s caller and callee on one
+        stack; there it is ``b``'s caller, not code ``b`` runs."""
+        stacks = self.stack_of_position
         outermost = self.outermost_positions(name)
-        deepest_other = np.full(n_stacks, -1, dtype=np.int64)
-        np.maximum.at(deepest_other, self.stack_of_position[other], positions[other])
-        return (outermost != never) & (deepest_other >= outermost)
+        positions = np.flatnonzero(self.positions_of_any(others))
+        where = stacks[positions]
+        subs = self.frame_subroutine[self.stack_frames[positions]]
+        key = where.astype(np.int64) * (int(subs.max(initial=0)) + 1) + subs
+        groups, inverse = np.unique(key, return_inverse=True)
+        first = np.full(len(groups), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, inverse, positions)
+        keep = (positions >= outermost[where]) & (first[inverse] >= outermost[where])
+        mask = np.zeros(len(self.stack_frames), dtype=bool)
+        mask[positions[keep]] = True
+        return mask
+
+    def stacks_with_any_below(self, name: str, others: Iterable[str]) -> np.ndarray:
+        """Boolean mask over stacks: those holding a frame of ``others`` downstream of ``name``
+        (``downstream_positions``: ``name`` itself or what it transitively calls, not a
+        recursive caller)."""
+        mask = np.zeros(len(self.offsets) - 1, dtype=bool)
+        mask[self.stack_of_position[self.downstream_positions(name, others)]] = True
+        return mask
 
     def share_of(
         self, mask: np.ndarray, start_s: float | None = None, end_s: float | None = None

@@ -164,3 +164,24 @@ def test_ancestors_and_stack_share(tmp_path: Path) -> None:
     assert weights.sum() == 14 and list(ids) == sorted(ids)
     ids_before, _ = index.stack_share("B", 0, 60)
     assert len(ids_before) == len(ids) - 1  # G;B;D did not exist before
+
+
+def test_downstream_positions_leave_out_a_recursive_caller(tmp_path: Path) -> None:
+    """``a → b → a → c``: ``a`` sits below ``b`` but also above it, so it is ``b``'s caller on
+    that stack; ``c`` (called by b's callee) and ``b`` itself are downstream."""
+    from sample_stores import index_of
+
+    text = (
+        "main (m.py:1);a (m.py:2);b (m.py:3);a (m.py:2);c (m.py:4) 5\n"
+        "main (m.py:1);b (m.py:3);a (m.py:2) 3\n"
+    )
+    index = index_of(tmp_path, text, text)
+    frames = [index.frames[int(f)] for f in index.stack_frames]
+    down = index.downstream_positions("b (m.py)", ["a (m.py)", "b (m.py)", "c (m.py)"])
+    found = sorted({frames[p] for p in np.flatnonzero(down)})
+    below = index.stacks_with_any_below("b (m.py)", ["a (m.py)"])
+    assert "c (m.py:4)" in found and "b (m.py:3)" in found
+    # a is downstream only on the stack where it is not also above b
+    a_positions = [p for p in np.flatnonzero(down) if frames[p].startswith("a ")]
+    assert len(a_positions) == 1
+    assert below.sum() == 1
