@@ -100,12 +100,21 @@ def prepare_changes(
                 owner.setdefault(m, []).append(k)
         found: list[set[str]] = [set() for _ in candidates]
         for name, hits in matches.items():
+            anonymous = _anonymous_kind(name)
             for sub, _score in hits:
+                if anonymous in sub.unchanged_anonymous:
+                    continue  # an untouched comprehension of an edited function
                 for k in owner.get(sub, ()):
                     found[k].add(name)
         modified = [tuple(sorted(f)) for f in found]
     documents = tuple(commit_document(c) for c in candidates)
     return DeployChanges(candidates, tuple(modified), documents)
+
+
+def _anonymous_kind(frame: str) -> str | None:
+    """``<listcomp>`` for a profile subroutine ``f.<locals>.<listcomp> (path)``, else None."""
+    last = frame.split(" (", 1)[0].rsplit(".", 1)[-1]
+    return last if last.startswith("<") and last != "<module>" else None
 
 
 def _gcpu_parts(

@@ -41,7 +41,23 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
-__all__ = ["function_nodes", "behaviour_fingerprint", "is_cosmetic", "module_code"]
+__all__ = [
+    "ANONYMOUS_KINDS",
+    "behaviour_fingerprint",
+    "function_nodes",
+    "is_cosmetic",
+    "module_code",
+    "unchanged_anonymous",
+]
+
+# The frame names CPython gives a function's anonymous code objects (``f.<locals>.<listcomp>``).
+ANONYMOUS_KINDS: dict[type, str] = {
+    ast.ListComp: "<listcomp>",
+    ast.SetComp: "<setcomp>",
+    ast.DictComp: "<dictcomp>",
+    ast.GeneratorExp: "<genexpr>",
+    ast.Lambda: "<lambda>",
+}
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
@@ -89,6 +105,41 @@ def is_cosmetic(qualname: str, old_source: str | bytes, new_source: str | bytes)
         behaviour_fingerprint(a) == behaviour_fingerprint(b)
         for a, b in zip(old[qualname], new[qualname], strict=True)
     )
+
+
+def unchanged_anonymous(
+    qualname: str, old_source: str | bytes, new_source: str | bytes
+) -> frozenset[str]:
+    """The kinds of anonymous code (``<listcomp>``, ``<genexpr>``, ``<lambda>``…) of function
+    ``qualname`` that run the same code on both sides: a profile names such a frame
+    ``qualname.<locals>.<listcomp>``, one frame name for every comprehension of that kind in the
+    function, so a kind counts as unchanged when the function has the same sequence of them
+    (``ast.dump`` without positions, in source order; nested functions and classes are their own
+    qualnames and are left out) at both sides. An edit elsewhere in the function then does not
+    make its untouched comprehension a modified frame. Empty when either side does not parse
+    or lacks the function."""
+    old, new = function_nodes(old_source), function_nodes(new_source)
+    if old is None or new is None or qualname not in old or qualname not in new:
+        return frozenset()
+    before, after = _anonymous_code(old[qualname]), _anonymous_code(new[qualname])
+    return frozenset(
+        kind for kind in set(before) | set(after) if before.get(kind) == after.get(kind)
+    )
+
+
+def _anonymous_code(functions: tuple[ast.AST, ...]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for function in functions:
+        stack = list(ast.iter_child_nodes(function))[::-1]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (*_FUNCTIONS, ast.ClassDef)):
+                continue
+            kind = ANONYMOUS_KINDS.get(type(node))
+            if kind is not None:
+                found.setdefault(kind, []).append(ast.dump(node, include_attributes=False))
+            stack.extend(list(ast.iter_child_nodes(node))[::-1])
+    return found
 
 
 @lru_cache(maxsize=128)

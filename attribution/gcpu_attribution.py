@@ -11,8 +11,8 @@ Which modified frames count (``scope``):
   change to B's caller A is credited with the A → B → C samples;
 * ``"downstream"``: only B itself or what B transitively calls, i.e. a modified frame at or below
   B's outermost occurrence — unless the same function also sits above B on that stack
-  (recursion, ``a → b → a``: there ``a`` is B's caller, and counts as one). On Table 2 this gives ℒ = 0.03 (the A → B → C row no longer
-  counts), 60%;
+  (recursion, ``a → b → a``: there ``a`` is B's caller, and counts as one). On Table 2 this
+  gives ℒ = 0.03 (the A → B → C row no longer counts), 60%;
 * ``"informative"`` (regbot's default): downstream frames, plus callers of B that are absent from
   at least one of B's stacks carrying samples in the two windows. A caller present on every one
   of B's stacks (``main``, the request handler) credits its change with all of ℛ whatever the
@@ -47,11 +47,14 @@ change's samples rose).
 Under ``"informative"``, when no change touched B, what it calls or a separating caller, the
 callers on every one of B's stacks are all the evidence left: the part is then computed as
 under ``"stack"`` (the deepest such caller owns the stacks), so a change that makes B's only
-caller call it more often is still found. Such a caller must carry the rise: its own
-inclusive share (every stack holding an edited caller of B) must have risen by at least half
-of what B's extra work adds to it (``_caller_carries``). Calling B more adds B's cost to the caller's; a caller
-whose inclusive share fell (a speed-up of its own code beside which B's share rose) moved
-cost within itself and takes nothing.
+caller call it more often is still found.
+
+Under ``"informative"`` a caller credited for B's rise (a separating one, or one on every stack
+in that last resort) must carry the rise: its own inclusive share (every stack holding an
+edited caller of B) must have risen by at least half of what B's extra work adds to it
+(``_caller_carries``). Calling B more adds B's cost to the caller's; a caller whose inclusive
+share fell (a speed-up of its own code beside which B's share rose) moved cost within itself
+and takes nothing.
 """
 
 from __future__ import annotations
@@ -117,8 +120,13 @@ def attributed_shares(
         attributed = _owned_rises(
             index, subroutine, with_b, modified_per_change, split, "stack", share_ratio
         )
+    if scope == "informative":
         attributed = [
-            a if a <= 0 or _caller_carries(index, with_b, modified, split, a, share_ratio) else 0.0
+            a
+            if a <= 0
+            or (bool(modified) and index.stacks_with_any_below(subroutine, modified).any())
+            or _caller_carries(index, with_b, modified, split, a, share_ratio)
+            else 0.0
             for a, modified in zip(attributed, modified_per_change, strict=True)
         ]
     shares = []

@@ -22,7 +22,10 @@ class ModifiedSubroutine:
     from git's hunk-header function context (other languages: approximate). ``change`` is
     ``cosmetic`` for a function whose lines were touched without changing what it does
     (docstrings, comments, layout, consistent renames of locals: ``attribution.cosmetic``); such
-    a touch is listed but gets no gCPU credit.
+    a touch is listed but gets no gCPU credit. ``unchanged_anonymous``: for a modified Python
+    function, the kinds of its anonymous code (``<listcomp>``, ``<lambda>``…) that did not change
+    (``attribution.cosmetic.unchanged_anonymous``); profile frames of those kinds inside it are
+    not modified frames.
     """
 
     path: str
@@ -31,6 +34,7 @@ class ModifiedSubroutine:
     old_path: str | None = None
     module: str | None = None
     exact: bool = True
+    unchanged_anonymous: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from regbot.attribution.cosmetic import is_cosmetic, module_code
+from regbot.attribution.cosmetic import is_cosmetic, module_code, unchanged_anonymous
 from regbot.attribution.hunk_subroutines import NEW, OLD, FileDiff, LineRange, hunk_subroutines
 from regbot.attribution.model import ChangeKind, ModifiedSubroutine
 
@@ -193,9 +193,13 @@ def python_subroutines(
         found = []
         for qualname in dict.fromkeys(touched):
             kind = _kind(qualname, old, new)
-            if kind == "modified" and is_cosmetic(qualname, old_source or "", new_source or ""):
-                kind = "cosmetic"
-            found.append(ModifiedSubroutine(path, qualname, kind, old_path, module, True))
+            same: frozenset[str] = frozenset()
+            if kind == "modified":
+                if is_cosmetic(qualname, old_source or "", new_source or ""):
+                    kind = "cosmetic"
+                else:
+                    same = unchanged_anonymous(qualname, old_source or "", new_source or "")
+            found.append(ModifiedSubroutine(path, qualname, kind, old_path, module, True, same))
         import_time = _module_change(old_source, new_source)
         if import_time is not None:
             found.append(ModifiedSubroutine(path, MODULE, import_time, old_path, module, True))

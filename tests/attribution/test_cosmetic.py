@@ -7,7 +7,7 @@ import pytest
 
 from line_ranges import ranges_between
 
-from regbot.attribution.cosmetic import is_cosmetic
+from regbot.attribution.cosmetic import is_cosmetic, unchanged_anonymous
 from regbot.attribution.python_subroutines import python_subroutines
 
 OLD = '''
@@ -147,3 +147,26 @@ def test_every_definition_of_a_name_counts() -> None:
         OVERLOADED.replace("    @overload\n    def __getitem__(self, key: int) -> object: ...\n", ""),
         "Registry.__getitem__",
     )
+
+
+def test_untouched_comprehensions_of_an_edited_function_stay_unchanged() -> None:
+    source = '''
+def compile_all(rules):
+    table = [(compile(r), kind) for r, kind in rules]
+    return table
+'''
+    extra_loop = source.replace(
+        "    return table", "    for entry in table:\n        entry[0]('x')\n    return table"
+    )
+    assert not edited(source, extra_loop, "compile_all")
+    assert unchanged_anonymous("compile_all", source, extra_loop) == {"<listcomp>"}
+    faster = source.replace("[(compile(r), kind)", "[(compile(r, 0), kind)")
+    assert unchanged_anonymous("compile_all", source, faster) == frozenset()
+    # a new comprehension of another kind: that kind changed, the list comprehension did not
+    with_set = extra_loop.replace(
+        "    return table", "    seen = {k for _, k in table}\n    return table"
+    )
+    assert unchanged_anonymous("compile_all", source, with_set) == {"<listcomp>"}
+    old_ranges, new_ranges = ranges_between(source, extra_loop)
+    (found,) = python_subroutines("lib/rules.py", source, extra_loop, old_ranges, new_ranges)
+    assert found.change == "modified" and found.unchanged_anonymous == {"<listcomp>"}
