@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Sequence
 from functools import lru_cache
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -47,6 +48,7 @@ __all__ = [
     "function_nodes",
     "is_cosmetic",
     "module_code",
+    "renamed_from",
     "unchanged_anonymous",
 ]
 
@@ -105,6 +107,36 @@ def is_cosmetic(qualname: str, old_source: str | bytes, new_source: str | bytes)
         behaviour_fingerprint(a) == behaviour_fingerprint(b)
         for a, b in zip(old[qualname], new[qualname], strict=True)
     )
+
+
+def renamed_from(
+    qualname: str, candidates: Sequence[str], old_source: str | bytes, new_source: str | bytes
+) -> str | None:
+    """The function among ``candidates`` (qualnames that exist only in the old source) that
+    ``qualname`` (only in the new source) is a rename of: same enclosing qualname and the same
+    behaviour fingerprint once the function's own name is set aside; None when there is none
+    or more than one. A renamed function runs the code it ran before under another frame
+    name, so a profile sees a "new" function whose cost is the old one's."""
+    old, new = function_nodes(old_source), function_nodes(new_source)
+    if old is None or new is None or qualname not in new:
+        return None
+    parent = qualname.rpartition(".")[0]
+    wanted = _nameless(new[qualname])
+    found = [
+        name
+        for name in candidates
+        if name in old and name.rpartition(".")[0] == parent and _nameless(old[name]) == wanted
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _nameless(functions: tuple[ast.AST, ...]) -> tuple[str, ...]:
+    prints = []
+    for function in functions:
+        node = copy.copy(function)
+        node.name = "_"  # type: ignore[attr-defined]
+        prints.append(behaviour_fingerprint(node))
+    return tuple(prints)
 
 
 def unchanged_anonymous(

@@ -22,8 +22,11 @@ A function touched on either side is ``modified`` when its qualname exists on bo
 ``cosmetic`` when it does but the edit left its behaviour alone (docstring, comments, layout,
 consistent renames of locals: ``cosmetic``), ``added`` when only in the new source and
 ``deleted`` when only in the old one; so a method
-moved from class ``A`` to class ``B`` shows as ``A.m`` deleted and ``B.m`` added, and a renamed
-function as the old name deleted and the new one added.
+moved from class ``A`` to class ``B`` shows as ``A.m`` deleted and ``B.m`` added. A function
+renamed without a change of its code (same enclosing qualname, same behaviour fingerprint but
+for its own name: ``cosmetic.renamed_from``) is a ``cosmetic`` touch under its new name, and
+its old name is not listed; renamed with a change, it is the old name deleted and the new one
+added.
 
 A side that does not parse (a syntax error, Python 2 code, a null byte) is read with the
 hunk-header approach of ``hunk_subroutines`` for that side's changed lines instead; all results
@@ -36,11 +39,16 @@ from __future__ import annotations
 import ast
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from regbot.attribution.cosmetic import is_cosmetic, module_code, unchanged_anonymous
+from regbot.attribution.cosmetic import (
+    is_cosmetic,
+    module_code,
+    renamed_from,
+    unchanged_anonymous,
+)
 from regbot.attribution.hunk_subroutines import NEW, OLD, FileDiff, LineRange, hunk_subroutines
 from regbot.attribution.model import ChangeKind, ModifiedSubroutine
 
@@ -200,11 +208,37 @@ def python_subroutines(
                 else:
                     same = unchanged_anonymous(qualname, old_source or "", new_source or "")
             found.append(ModifiedSubroutine(path, qualname, kind, old_path, module, True, same))
+        found = _renames_as_cosmetic(found, old_source or "", new_source or "")
         import_time = _module_change(old_source, new_source)
         if import_time is not None:
             found.append(ModifiedSubroutine(path, MODULE, import_time, old_path, module, True))
         return found
     return _with_fallback(path, old, new, old_ranges, new_ranges, old_path, module, file_diff)
+
+
+def _renames_as_cosmetic(
+    found: list[ModifiedSubroutine], old_source: str | bytes, new_source: str | bytes
+) -> list[ModifiedSubroutine]:
+    """A function added under a new name whose code is a deleted one's (``cosmetic.renamed_from``:
+    same parent, same behaviour) is a rename: the added name is a ``cosmetic`` touch and the
+    deleted one is dropped. Its frame is new to the profile, but its cost is the old frame's."""
+    deleted = [m.qualname for m in found if m.change == "deleted"]
+    if not deleted:
+        return found
+    renamed: dict[str, str] = {}
+    for m in found:
+        if m.change == "added":
+            old_name = renamed_from(m.qualname, deleted, old_source, new_source)
+            if old_name is not None and old_name not in renamed.values():
+                renamed[m.qualname] = old_name
+    if not renamed:
+        return found
+    gone = set(renamed.values())
+    return [
+        replace(m, change="cosmetic") if m.qualname in renamed else m
+        for m in found
+        if not (m.change == "deleted" and m.qualname in gone)
+    ]
 
 
 def _module_change(old: str | bytes | None, new: str | bytes | None) -> ChangeKind | None:

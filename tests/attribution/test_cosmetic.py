@@ -170,3 +170,29 @@ def compile_all(rules):
     old_ranges, new_ranges = ranges_between(source, extra_loop)
     (found,) = python_subroutines("lib/rules.py", source, extra_loop, old_ranges, new_ranges)
     assert found.change == "modified" and found.unchanged_anonymous == {"<listcomp>"}
+
+
+def test_a_renamed_nested_function_is_a_cosmetic_touch() -> None:
+    source = '''
+def token_next(tokens, skip_ws=True):
+    def matcher(tk):
+        return not (skip_ws and tk.is_whitespace)
+
+    return [t for t in tokens if matcher(t)]
+'''
+    renamed = source.replace("matcher", "wanted")
+    old_ranges, new_ranges = ranges_between(source, renamed)
+    found = python_subroutines("lib/tokens.py", source, renamed, old_ranges, new_ranges)
+    assert {(m.qualname, m.change) for m in found} == {
+        ("token_next", "cosmetic"),
+        ("token_next.wanted", "cosmetic"),
+    }
+    # renamed *and* changed: the old name deleted, the new one added
+    changed = renamed.replace("tk.is_whitespace)", "tk.is_whitespace or tk.is_newline)")
+    old_ranges, new_ranges = ranges_between(source, changed)
+    found = python_subroutines("lib/tokens.py", source, changed, old_ranges, new_ranges)
+    assert {(m.qualname, m.change) for m in found} == {
+        ("token_next", "cosmetic"),
+        ("token_next.matcher", "deleted"),
+        ("token_next.wanted", "added"),
+    }
