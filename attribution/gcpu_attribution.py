@@ -68,6 +68,7 @@ import numpy as np
 from regbot.profiles.sample_index import SampleIndex
 
 Scope = Literal["informative", "downstream", "stack"]
+_NOTHING = 1e-12  # a share difference below this is rounding, not a rise
 SCOPES: tuple[Scope, ...] = ("informative", "downstream", "stack")
 
 
@@ -114,21 +115,19 @@ def attributed_shares(
     attributed = _owned_rises(
         index, subroutine, with_b, modified_per_change, split, scope, share_ratio
     )
-    if scope == "informative" and not any(a > 0 for a in attributed):
-        # No change touched B, its callees or a caller that separates its samples: the callers
-        # on every one of B's stacks are all that is left, and the deepest of them takes it.
-        attributed = _owned_rises(
-            index, subroutine, with_b, modified_per_change, split, "stack", share_ratio
-        )
     if scope == "informative":
-        attributed = [
-            a
-            if a <= 0
-            or (bool(modified) and index.stacks_with_any_below(subroutine, modified).any())
-            or _caller_carries(index, with_b, modified, split, a, share_ratio)
-            else 0.0
-            for a, modified in zip(attributed, modified_per_change, strict=True)
-        ]
+        attributed = _caller_claims(
+            index, subroutine, with_b, modified_per_change, split, attributed, share_ratio
+        )
+        if not any(a > 0 for a in attributed):
+            # No change touched B, its callees or a caller that separates its rise: the callers
+            # on every one of B's stacks are all that is left, and the deepest of them takes it.
+            attributed = _owned_rises(
+                index, subroutine, with_b, modified_per_change, split, "stack", share_ratio
+            )
+            attributed = _caller_claims(
+                index, subroutine, with_b, modified_per_change, split, attributed, share_ratio
+            )
     shares = []
     for a in attributed:
         fraction = float(np.clip(a / regression, 0, 1)) if regression > 0 else None
@@ -195,6 +194,44 @@ def _deepest_counted(
     counted &= with_b[stacks]
     np.maximum.at(depth, stacks[counted], np.flatnonzero(counted))
     return depth
+
+
+def _caller_claims(
+    index: SampleIndex,
+    subroutine: str,
+    with_b: np.ndarray,
+    modified_per_change: Sequence[Collection[str]],
+    split: TimeSplit,
+    attributed: list[float],
+    share_ratio: float,
+) -> list[float]:
+    """What a change whose only counted frames are B's callers may keep of its owned rise
+    ``attributed`` (changes that touched B or what it calls keep theirs):
+
+    * a *separating* caller says which of B's samples rose, so it keeps only the rise of its
+      stacks beyond the rate at which B's other stacks rose: ``rise(S) − ρ·before(S)`` with S
+      B's stacks through its edited callers and ρ the relative rise of B's stacks without
+      them. When B is called more on every path, or B itself got slower, every path rises
+      alike and a caller on some of them explains nothing;
+    * it must carry what is left (``_caller_carries``)."""
+    claims = []
+    for a, modified in zip(attributed, modified_per_change, strict=True):
+        if a <= 0 or (modified and index.stacks_with_any_below(subroutine, modified).any()):
+            claims.append(a)
+            continue
+        on_b = [name for name in modified if (with_b & index.stacks_with(name)).any()]
+        through = with_b & _stacks_with_any(index, on_b)
+        elsewhere = with_b & ~through
+        before_elsewhere = index.share_of(elsewhere, split.before_start_s, split.change_s)
+        if before_elsewhere > 0:
+            rate = _rise(index, elsewhere, split, share_ratio) / before_elsewhere
+            before_through = index.share_of(through, split.before_start_s, split.change_s)
+            beyond = _rise(index, through, split, share_ratio) - rate * before_through
+            a = min(a, beyond if beyond > _NOTHING else 0.0)
+        if a > 0 and not _caller_carries(index, with_b, modified, split, a, share_ratio):
+            a = 0.0
+        claims.append(a)
+    return claims
 
 
 def _caller_carries(

@@ -144,3 +144,22 @@ def test_an_inflated_rise_is_not_owned_by_an_edited_frame_on_it(tmp_path: Path) 
     slow = attributed_share(index, "slow", ["slow"], SPLIT, share_ratio=1.25)
     assert slow.regression == pytest.approx(0.375 - 1.25 * 0.2)
     assert slow.fraction == pytest.approx(1.0)
+
+
+def test_a_separating_caller_keeps_only_the_rise_beyond_bs_other_paths(tmp_path: Path) -> None:
+    """B is called twice as often on every path (its only caller F, on every stack, now calls it
+    twice). C sits above B on three quarters of its samples, edited: its stacks rose, but no
+    more than B's other stacks did, so it separates nothing and takes nothing; F's change, found
+    through the callers on every stack, takes the rise."""
+    before = "R;C;F;B 30\nR;O;F;B 10\nR;O;F 20\nR;Y 140\n"
+    after = "R;C;F;B 60\nR;O;F;B 20\nR;O;F 20\nR;Y 140\n"
+    index = index_of(tmp_path, before, after)
+    calls_more, separating = attributed_shares(index, "B", [["F"], ["C"]], SPLIT)
+    assert separating.fraction == 0.0
+    assert calls_more.fraction == pytest.approx(1.0)
+    # when only C's paths rose, C says which samples rose and keeps them
+    after_c = "R;C;F;B 60\nR;O;F;B 10\nR;O;F 20\nR;Y 140\n"
+    index = index_of(tmp_path / "c", before, after_c)
+    calls_more, separating = attributed_shares(index, "B", [["F"], ["C"]], SPLIT)
+    assert separating.fraction == pytest.approx(1.0, abs=0.15)
+    assert calls_more.fraction == 0.0
