@@ -8,7 +8,10 @@
    (``seasonality.decompose`` on all the points). Without one, STL does not apply and the TREND
    is a centred rolling median over ``ROLLING_SHARE`` (5%) of the points (odd, at least 3; the
    ends repeat the nearest value, ``scipy.ndimage.median_filter(mode="nearest")``): robust to
-   outliers and, unlike a mean, it keeps a step sharp.
+   outliers and, unlike a mean, it keeps a step sharp. On discrete, sparse values (a share made
+   of a few samples per bucket) the median sits on one of a few levels and jumps when a rate
+   crosses a half; there (the historical residuals from it have a zero MAD, so no white-noise
+   scale could be measured) the TREND is the rolling mean over the same window instead (``trend: rolling-mean`` in the verdict).
 2. **Regression.** A window's "start"/"end" is the mean of the TREND over its first/last
    ``edge_share`` of points (at least one point). BASELINE = max(start of the historical window,
    start of the analysis window); CURRENT = min(end of the analysis window, end of the extended
@@ -69,7 +72,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.ndimage import median_filter
+from scipy.ndimage import median_filter, uniform_filter1d
 from scipy.stats import chi2, norm
 from scipy.stats import t as student_t
 
@@ -151,6 +154,12 @@ def _rolling_median(values: np.ndarray) -> np.ndarray:
     size = max(3, int(round(ROLLING_SHARE * len(values))))
     size += 1 - size % 2
     return median_filter(values, size=size, mode="nearest")
+
+
+def _rolling_mean(values: np.ndarray) -> np.ndarray:
+    size = max(3, int(round(ROLLING_SHARE * len(values))))
+    size += 1 - size % 2
+    return uniform_filter1d(values, size=size, mode="nearest")
 
 
 def _edge_mean(x: np.ndarray, lo: int, hi: int, share: float, end: bool) -> float | None:
@@ -283,6 +292,15 @@ def detect_long_term(
         deseasoned = vals
         residual_all = vals - trend
         method = "rolling-median"
+        history = residual_all[:a_lo]
+        if a_lo and not np.median(np.abs(history - np.median(history))):
+            # Discrete, sparse values (a share from a few samples per bucket): the median sits
+            # on one of a few levels and jumps between them when a rate crosses a half, while
+            # the noise below is measured on means. Its residuals have a zero MAD; the trend is
+            # then the rolling mean of the same window.
+            trend = _rolling_mean(vals)
+            residual_all = vals - trend
+            method = "rolling-mean"
 
     share = settings.edge_share
     starts = [_edge_mean(trend, 0, a_lo, share, False), _edge_mean(trend, a_lo, e_lo, share, False)]
@@ -296,6 +314,10 @@ def detect_long_term(
     # (FBDetect's rule is threshold-only, which on a sparsely sampled series reports noise).
     residual = residual_all[:a_lo]
     noise = MAD_NORMAL * float(np.median(np.abs(residual - np.median(residual)))) if a_lo else 0.0
+    if method == "rolling-mean" and a_lo:
+        # sparse counts are skewed (mostly nothing, now and then a few samples): the MAD sees
+        # only the empty buckets, the standard deviation sees the spread a mean has
+        noise = max(noise, float(residual.std()))
     edge_points = max(1, math.ceil(share * (e_lo - a_lo)))
     edge_sd, dof = _edge_mean_sd(deseasoned[:a_lo], edge_points, noise)
     standard_error = edge_sd * math.sqrt(2.0)

@@ -293,3 +293,25 @@ def test_a_creep_on_white_noise_has_a_normal_p_value_from_the_white_noise_error(
     assert n["standard_error_from"] == "white noise" and n["degrees_of_freedom"] is None
     assert found.p_value == pytest.approx(NormalDist().cdf(-n["z"]), rel=1e-6)
     assert found.p_value < 1e-6
+
+
+def sparse_share(seed: int, rate_after: float) -> tuple[np.ndarray, np.ndarray]:
+    """A tiny gCPU share made of a few samples per bucket: Poisson counts out of 500 samples,
+    mostly zero, at 0.5 per hour, creeping over the analysis window to ``rate_after`` (held in
+    the extended window)."""
+    rng = np.random.default_rng(seed)
+    i = np.arange(HISTORY + ANALYSIS + EXTENDED)
+    rate = 0.5 + (rate_after - 0.5) * np.clip((i - HISTORY) / ANALYSIS, 0.0, 1.0)
+    return i * HOUR_S, rng.poisson(rate) / 500.0
+
+
+def test_sparse_counts_use_a_mean_trend_and_their_own_spread() -> None:
+    """On a share of a few samples per bucket the rolling median jumps between levels and the
+    MAD is zero: no seed of an unchanged series is reported, and a creep to six times the rate
+    is."""
+    threshold = Threshold("absolute", 0.0001)
+    quiet = [detect(*sparse_share(seed, 0.5), threshold) for seed in range(40)]
+    assert sum(c is not None for c in quiet) <= 1
+    found = [detect(*sparse_share(seed, 3.0), threshold) for seed in range(10)]
+    assert sum(c is not None for c in found) >= 9
+    assert {c.verdicts["long_term"].numbers["trend"] for c in found if c} == {"rolling-mean"}

@@ -162,9 +162,32 @@ def _config_text(library: str, name: str) -> str:
     )
 
 
-def build_real_scenario(library: str, name: str, directory: Path, seed: int = 0) -> RealScenario:
+# Commits that leave the workload's code behaviour as the release had it: a deploy of only
+# these runs the release's code, so its recordings are the release's.
+NEUTRAL_ROLES = frozenset({"filler", "names_function", "docstring_only", "local_rename"})
+
+
+def clean_deploy(spec: dict) -> list[dict[str, str]]:
+    """The scenario's leading commits that change no behaviour (``NEUTRAL_ROLES``): a clean
+    deploy of them runs the release's code."""
+    prefix = []
+    for commit in spec["commits"]:
+        if commit["role"] not in NEUTRAL_ROLES:
+            break
+        prefix.append(commit)
+    return prefix
+
+
+def build_real_scenario(
+    library: str, name: str, directory: Path, seed: int = 0, clean: bool = False
+) -> RealScenario:
     """Build scenario ``name`` of ``library`` in ``directory`` (absent or empty); see the
-    module docstring. The same arguments give the same files."""
+    module docstring. The same arguments give the same files.
+
+    ``clean``: the deploy is only the scenario's leading neutral commits (``clean_deploy``:
+    docstring, rename, README and cold-code edits), so both sides run the release's code and
+    every bucket is one of the release's recordings: a deploy with nothing to find, whose
+    gate must pass. Its kind is ``clean``, with no culprit and no regressed series."""
     directory = Path(directory)
     if directory.exists() and any(directory.iterdir()):
         raise ValueError(f"{directory} is not empty")
@@ -185,7 +208,23 @@ def build_real_scenario(library: str, name: str, directory: Path, seed: int = 0)
     profiles = directory / "profiles"
     profiles.mkdir(parents=True)
     before = recordings(library, spec["states"]["before"])
-    after = recordings(library, spec["states"]["after"])
+    after = before if clean else recordings(library, spec["states"]["after"])
+    if clean:
+        commits = clean_deploy(spec)
+        if not commits:
+            raise ValueError(f"scenario {name!r} of {library} has no clean deploy")
+        spec = {
+            **spec,
+            "kind": "clean",
+            "deploy": commits[-1]["sha"],
+            "culprits": [],
+            "decoys": {k: v for k, v in spec["decoys"].items() if k in NEUTRAL_ROLES},
+            "fillers": [c["sha"] for c in commits if c["role"] == "filler"],
+            "series": [],
+            "commits": commits,
+            "touches": {c["sha"]: spec["touches"].get(c["sha"], []) for c in commits},
+            "measured": {},
+        }
     for at in range(previous_at, end, BUCKET_S):
         pool = before if at < deployed_at else after
         (profiles / f"{at}-{HOST}.folded").write_bytes(pool[int(rng.integers(0, len(pool)))])
