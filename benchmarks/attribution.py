@@ -414,6 +414,10 @@ class FullResult:
     seconds: float
 
 
+def _spec(real_history, library: str, name: str) -> dict:
+    return next(s for s in real_history.fixture(library)["scenarios"] if s["name"] == name)
+
+
 def _run_quietly(
     arguments: Callable[[Path], list[str]], folder: Path, label: str
 ) -> tuple[dict, float]:
@@ -589,6 +593,52 @@ def _representative(report: dict, series: str, depth: int = 0) -> str | None:
 def _role(scenario, sha: str) -> str:
     role = scenario.role(sha)
     return "culprit" if role == "culprit" else role
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    """A clean deploy (only neutral commits, the release's recordings on both sides): the
+    gate's state and what was reported anyway."""
+
+    library: str
+    name: str
+    gate: str
+    reported: tuple[str, ...]
+    seconds: float
+
+
+def run_clean(library: str, name: str, seed: int = 0) -> CleanResult:
+    real_history = _real_history()
+    with tempfile.TemporaryDirectory(prefix=f"regbot-clean-{library}-{name}-") as folder:
+        scenario = real_history.build_real_scenario(
+            library, name, Path(folder) / "s", seed, clean=True
+        )
+        report, seconds = _run_quietly(
+            scenario.run_arguments, Path(folder), f"{library}/{name} (clean)"
+        )
+    return CleanResult(
+        library,
+        name,
+        str(report["gate"]["state"]),
+        tuple(_short(r["series"]) for r in report["regressions"]),
+        seconds,
+    )
+
+
+def clean_report(results: Sequence[CleanResult]) -> str:
+    rows = [
+        [f"{r.library}/{r.name}", r.gate, ", ".join(r.reported) or "-", f"{r.seconds:.0f}s"]
+        for r in results
+    ]
+    passed = sum(r.gate == "success" for r in results)
+    table = _table(
+        "clean deploys (the scenario's leading neutral commits; the release's recordings on"
+        " both sides)",
+        ("deploy", "gate", "reported", "run"),
+        rows,
+    )
+    verdict = "met" if passed == len(results) else "NOT met"
+    return f"{table}\ngate passed on {passed}/{len(results)} clean deploys (target: all): {verdict}"
 
 
 def run_real(library: str, name: str, seed: int = 0) -> RealResult:
@@ -882,15 +932,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     count = args.seeds if args.seeds is not None else (10 if args.full else 200)
     seeds = list(range(args.first_seed, args.first_seed + count))
     if args.real:
-        names = _real_history().scenario_names()
+        real_history = _real_history()
+        names = real_history.scenario_names()
         real = []
         for i, (library, name) in enumerate(names, start=1):
             real.append(run_real(library, name, args.real_seed))
             if not args.quiet:
                 print(f"  {i}/{len(names)} real scenarios", file=sys.stderr, flush=True)
+        clean = [
+            run_clean(library, name, args.real_seed)
+            for library, name in names
+            if real_history.clean_deploy(_spec(real_history, library, name))
+        ]
         seeded_seeds = list(range(args.first_seed, args.first_seed + args.seeded_seeds))
         seeded = _map(run_seed, seeded_seeds, args.workers, not args.quiet) if seeded_seeds else []
         print(real_report(real, seeded))
+        print("\n" + clean_report(clean))
     elif args.full:
         print(full_report(_map(run_full, seeds, args.workers, not args.quiet)))
     else:

@@ -25,6 +25,7 @@ import yaml
 from real_history import (
     FIXTURE,
     LIBRARIES,
+    NEUTRAL_ROLES,
     build_real_scenario,
     clone,
     fixture,
@@ -346,3 +347,24 @@ def test_regbot_run_reports_the_regressed_function_and_gives_cosmetic_edits_no_c
     ]
     assert credited == []
     assert any(c["commit"] in cosmetic for r in report["regressions"] for c in r["ranking"])
+
+
+@pytest.mark.parametrize(
+    ("library", "name"), [("sqlparse", "match-normalise"), ("markdown", "registry-snapshot")]
+)
+def test_a_clean_deploy_reports_nothing_and_passes_the_gate(
+    library: str, name: str, tmp_path: Path
+) -> None:
+    """Only the scenario's leading neutral commits (a docstring edit; a README filler and a
+    local rename), both sides the release's real recordings: regbot reports no regression and
+    its gate passes."""
+    scenario = build_real_scenario(library, name, tmp_path / "scenario", seed=0, clean=True)
+    assert scenario.kind == "clean" and scenario.culprits == ()
+    assert {c["role"] for c in scenario.commits} <= NEUTRAL_ROLES
+    output = tmp_path / "report.json"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(scenario.run_arguments(output)) == 0
+    report = json.loads(output.read_text())
+    assert report["deploy"]["commits"] == len(scenario.commits)
+    assert [r["series"] for r in report["regressions"]] == []
+    assert report["gate"]["state"] == "success"
