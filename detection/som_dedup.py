@@ -94,17 +94,20 @@ built from leaf-to-ancestor links, never across siblings:
   correlate significantly with another's (a caller's samples hold its callee's), with the same
   leaf-to-ancestor structure and rise test; otherwise it is a group of its own. Sharing a cell
   (shape and time) is never enough: after a deploy, independent regressions share both.
-* *Credited change*: in the ImportanceScore an ancestor counts its delta less the rise that
-  belongs to *other groups* (candidates below it whose head is not its own: a caller also
-  carries unrelated leaves' rises), at least its head's rise seen inside it and at most its
-  own delta: min(delta, max(e_head, delta − other groups' rise)). With the stacks' own rises
-  (the sample store's, ``StackShare.rises``) that part is measured per stack: the rise of the
+* *Credited change*: in the ImportanceScore an ancestor counts the part of its rise that is
+  its group's — its delta less the rise that belongs to *other groups* (candidates below it
+  whose head is not its own: a caller also carries unrelated leaves' rises) — when the part of
+  that which is its own code's (less its head's rise seen inside it) is larger than the head's;
+  otherwise it counts its head's rise seen inside it; never more than its own delta. So a
+  caller summing two leaves, or a caller on every stack whose rise is its leaf's plus noise,
+  does not outrank its own group's leaf on the absolute change, while a caller whose own code
+  rose more than the busier callee below it (a slower loop above a callee called a little
+  more) keeps that rise and represents the group: a representative is never a weaker
+  detection than a member of its own group. With the stacks' own rises (the sample store's,
+  ``StackShare.rises``) the other groups' part is measured per stack: the rise of the
   ancestor's stacks that hold a candidate of another group and none of its own group's;
   without them, the nearest other-group candidates' deltas times the share of their samples
-  inside the ancestor. So a caller summing two leaves does not outrank its own group's leaf on
-  the absolute change, while a caller whose own code rose far more than the leaf below it (a
-  slower loop above a slightly busier callee) keeps that rise and represents the group: a
-  representative is never a weaker detection than a member of its own group. Heads and
+  inside the ancestor. Heads and
   candidates without stacks count their own delta.
 
 Known limit: a caller whose own code regressed at the same moment as a leaf below it joins that
@@ -558,8 +561,17 @@ def stack_links(
             others = _rise_of_other_groups(upper, mine, theirs, ids, shares[upper].rises)
         else:
             others = _other_groups_inside(theirs, below_sets, local_delta)
-        credited[rows[upper]] = min(own, max(e, own - others))
+        credited[rows[upper]] = _credited(own, others, e)
     return StackLinks(head, credited)
+
+
+def _credited(own: float, others: float, head: float) -> float:
+    """An ancestor's credited change (module docstring): its group's part of its rise (its rise
+    less other groups', ``own − others``) when the part that is its own code's (that, less its
+    head's rise seen inside it) is larger than the head's; else its head's rise seen inside it.
+    Either at most its own delta."""
+    mine = own - others
+    return min(own, mine if mine - head > head else head)
 
 
 def _rise_of_other_groups(

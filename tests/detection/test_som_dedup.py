@@ -527,8 +527,9 @@ def test_stack_links_by_hand() -> None:
     assert links.head.tolist() == [0, 1, 0]
     delta = [c.delta for c in candidates]
     assert links.credited[:2].tolist() == delta[:2]
-    # parse's samples all lie under it; encode's rise there belongs to encode's group
-    assert links.credited[2] == pytest.approx(min(delta[2], max(delta[0], delta[2] - delta[1])))
+    # parse's samples all lie under it; encode's rise there belongs to encode's group, and the
+    # caller's own code did not rise: it counts parse's rise
+    assert links.credited[2] == pytest.approx(delta[0])
     # Half of parse's samples under the caller: it explains half of parse's rise.
     half = DedupContext(
         callers=context.callers,
@@ -536,8 +537,7 @@ def test_stack_links_by_hand() -> None:
     )
     links = stack_links(candidates, half, SETTINGS)
     assert links.head.tolist() == [0, 1, 1]  # now encode's whole rise comes closer
-    explained = (delta[0] * 0.5, delta[1])
-    assert links.credited[2] == pytest.approx(min(delta[2], max(explained[1], delta[2] - explained[0])))
+    assert links.credited[2] == pytest.approx(delta[1])
     # A candidate without stacks has no head and keeps its delta.
     qps = make_candidate("qps:svc", candidates[0].values, N_HIST + 6, kind="throughput")
     links = stack_links([*candidates, qps], context, SETTINGS)
@@ -563,6 +563,17 @@ def test_a_caller_whose_own_code_rose_represents_its_slightly_busier_callee() ->
         assert parse.numbers["representative"] == candidates[1].series_id
 
 
+def test_a_caller_whose_rise_is_its_leafs_plus_noise_does_not_represent_it() -> None:
+    """The caller on every stack rose by its leaf's rise and a little of its own noise: the
+    leaf represents the group (the caller's own part is smaller than the leaf's)."""
+    for seed in SEEDS:
+        candidates, context = two_leaves_under_one_caller(seed, 0.5, 0.0)
+        values = candidates[2].values + 0.05 * profile("step", N_HIST + 6)
+        candidates = [candidates[0], make_candidate(candidates[2].series_id, values, N_HIST + 6)]
+        parse, caller = (c.verdicts["som_dedup"] for c in som_dedup(candidates, context, SETTINGS))
+        assert parse.passed and not caller.passed
+
+
 def test_stack_rises_say_which_part_of_a_callers_rise_is_another_groups() -> None:
     """With the stacks' own rises, the caller's credit is its delta less the rise of the stacks
     holding the other group's leaf (encode): its own code's rise (stack 5) stays with it, so it
@@ -576,9 +587,11 @@ def test_stack_rises_say_which_part_of_a_callers_rise_is_another_groups() -> Non
         context = replace(context, stacks=stacks)
         links = stack_links(candidates, context, SETTINGS)
         assert links.head.tolist() == [0, 1, 0]
-        assert links.credited[2] == pytest.approx(
-            max(candidates[0].delta, candidates[2].delta - 0.3)
-        )
+        mine = candidates[2].delta - 0.3  # less encode's group's stacks
+        own_code = mine - candidates[0].delta
+        expected = mine if own_code > candidates[0].delta else candidates[0].delta
+        assert links.credited[2] == pytest.approx(expected)
+        assert (own_code > candidates[0].delta) is caller_represents
         parse, _, caller = (c.verdicts["som_dedup"] for c in som_dedup(candidates, context, SETTINGS))
         assert caller.passed is caller_represents and parse.passed is not caller_represents
 
