@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from regbot.attribution.cosmetic import ANONYMOUS_KINDS
 from regbot.attribution.frame_match import match_subroutines
 from regbot.attribution.gcpu_attribution import (
     Scope,
@@ -111,10 +112,13 @@ def prepare_changes(
     return DeployChanges(candidates, tuple(modified), documents)
 
 
+_ANONYMOUS = frozenset(ANONYMOUS_KINDS.values())
+
+
 def _anonymous_kind(frame: str) -> str | None:
     """``<listcomp>`` for a profile subroutine ``f.<locals>.<listcomp> (path)``, else None."""
     last = frame.split(" (", 1)[0].rsplit(".", 1)[-1]
-    return last if last.startswith("<") and last != "<module>" else None
+    return last if last in _ANONYMOUS else None
 
 
 def _gcpu_parts(

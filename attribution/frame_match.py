@@ -52,6 +52,7 @@ from functools import lru_cache
 import numpy as np
 from rapidfuzz import fuzz, process
 
+from regbot.attribution.cosmetic import ANONYMOUS_KINDS
 from regbot.attribution.model import ModifiedSubroutine
 from regbot.errors import InputError
 from regbot.profiles.model import parse_frame
@@ -69,7 +70,7 @@ _EXTENSIONS: dict[str, str] = {
     **dict.fromkeys(("js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "cts"), "js"),
 }
 _NOT_FUNCTION = re.compile(r"^\[.*\]$|^$")  # [unknown], [libc.so.6], [[kernel.kallsyms]]
-_PY_ANONYMOUS = frozenset({"<lambda>", "<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>"})
+_PY_ANONYMOUS = frozenset(ANONYMOUS_KINDS.values())
 _GCC_LOCAL = re.compile(
     r"(?:\.(?:isra|constprop|part|cold|lto_priv|llvm|localalias|clone|str)(?:\.\d+)*)+$"
 )
