@@ -11,12 +11,13 @@ they bring in, and their own diff repeats those commits' changes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from regbot.attribution.cosmetic import ANONYMOUS_KINDS
+from regbot.attribution.deploy_lines import DeployLines
 from regbot.attribution.frame_match import match_subroutines
 from regbot.attribution.gcpu_attribution import (
     Scope,
@@ -24,6 +25,7 @@ from regbot.attribution.gcpu_attribution import (
     attributed_shares,
     service_wide_shares,
 )
+from regbot.attribution.line_credit import LineEvidence
 from regbot.attribution.model import Attribution, Commit, ModifiedSubroutine
 from regbot.attribution.rank import RankSettings, rank_commits
 from regbot.attribution.signal_correlation import Signal, correlation_parts
@@ -67,11 +69,29 @@ class AttributionSettings:
 
 @dataclass(frozen=True, slots=True)
 class DeployChanges:
-    """The deploy's candidate commits, and for each the profile subroutines it modified."""
+    """The deploy's candidate commits, and for each the profile subroutines it modified;
+    ``paths``: each such subroutine's file in the repository; ``lines``: the deploy's line
+    facts of the files where two commits modified one subroutine (read by
+    ``attribution.deploy_lines``; None until read), which split such ties."""
 
     commits: tuple[Commit, ...]
     modified: tuple[tuple[str, ...], ...]
     documents: tuple[str, ...]
+    paths: Mapping[str, str] = field(default_factory=dict)
+    lines: DeployLines | None = None
+
+    def shared_paths(self) -> set[str]:
+        """Files holding a subroutine that two or more commits modified (where ties can be)."""
+        seen: dict[str, int] = {}
+        for names in self.modified:
+            for name in names:
+                seen[name] = seen.get(name, 0) + 1
+        return {self.paths[name] for name, n in seen.items() if n > 1 and name in self.paths}
+
+    def line_evidence(self) -> LineEvidence | None:
+        if self.lines is None:
+            return None
+        return LineEvidence(self.lines, self.paths, tuple(c.sha for c in self.commits))
 
     def commit_subroutines(self) -> dict[str, frozenset[str]]:
         """Commit sha → the profile subroutines it modified (SOMDedup's root-cause bitmap and
@@ -86,6 +106,7 @@ def prepare_changes(
     left out: they changed no behaviour, ``attribution.cosmetic``), their documents."""
     candidates = tuple(c for c in commits if not c.is_merge)
     modified: list[tuple[str, ...]] = [() for _ in candidates]
+    paths: dict[str, str] = {}
     if index is not None:
         every = [m for c in candidates for m in c.subroutines if m.change != "cosmetic"]
         known: dict[str, frozenset[str]] = {}
@@ -107,9 +128,21 @@ def prepare_changes(
                     continue  # an untouched comprehension of an edited function
                 for k in owner.get(sub, ()):
                     found[k].add(name)
+                paths.setdefault(name, sub.path)
         modified = [tuple(sorted(f)) for f in found]
     documents = tuple(commit_document(c) for c in candidates)
-    return DeployChanges(candidates, tuple(modified), documents)
+    return DeployChanges(candidates, tuple(modified), documents, paths)
+
+
+def with_lines(
+    changes: DeployChanges, read_lines: Callable[[set[str]], DeployLines | None] | None
+) -> DeployChanges:
+    """``changes`` with the line facts of the files where two commits modified one subroutine,
+    from ``read_lines`` (a reader of ``attribution.deploy_lines``; None: no line facts)."""
+    paths = changes.shared_paths()
+    if read_lines is None or not paths:
+        return changes
+    return replace(changes, lines=read_lines(paths))
 
 
 _ANONYMOUS = frozenset(ANONYMOUS_KINDS.values())
@@ -136,7 +169,13 @@ def _gcpu_parts(
     parts = [
         share.fraction
         for share in attributed_shares(
-            index, evidence.subroutine, list(changes.modified), split, scope, evidence.share_ratio
+            index,
+            evidence.subroutine,
+            list(changes.modified),
+            split,
+            scope,
+            evidence.share_ratio,
+            changes.line_evidence(),
         )
     ]
     if all(p is None for p in parts):
@@ -191,7 +230,9 @@ def attribute_all(
     index: SampleIndex | None,
     signals: Sequence[Signal],
     settings: AttributionSettings,
+    read_lines: Callable[[set[str]], DeployLines | None] | None = None,
 ) -> tuple[DeployChanges, Mapping[str, Attribution]]:
-    """Every regression of one deploy."""
-    changes = prepare_changes(commits, index, settings.fuzzy_floor)
+    """Every regression of one deploy. ``read_lines``: reads the deploy's line facts of the
+    files given (``with_lines``)."""
+    changes = with_lines(prepare_changes(commits, index, settings.fuzzy_floor), read_lines)
     return changes, {r.id: attribute(r, changes, index, signals, settings) for r in regressions}

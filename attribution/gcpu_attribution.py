@@ -25,7 +25,10 @@ the same stack (a tidy-up in the request handler B and a slower helper that B ca
 be credited with that stack's rise, and an edit to B itself would always explain 100% of B's
 regression. regbot gives a stack's samples to the change whose counted frame is deepest on it,
 nearest to the code the sampled thread was running; changes tied on the same frame share it.
-With a single change this is exactly FBDetect's ℒ.
+With a single change this is exactly FBDetect's ℒ. When the profile carries lines and the
+deploy's line facts are at hand (``lines``), a tie on one frame is split by which commit's lines
+the rise stands on (``attribution.line_credit``): a larger loop bound owns the loop's extra
+runs, a reworded statement in the loop owns only what that statement itself costs more.
 
 A rise must be owned, not inherited: when a speed-up elsewhere in the deploy inflated every share
 by a common ratio r (``regbot.detection.share_inflation``), a stack whose cost did not move still
@@ -65,6 +68,7 @@ from typing import Literal
 
 import numpy as np
 
+from regbot.attribution.line_credit import LineEvidence, tie_weights
 from regbot.profiles.sample_index import SampleIndex
 
 Scope = Literal["informative", "downstream", "stack"]
@@ -104,16 +108,18 @@ def attributed_shares(
     split: TimeSplit,
     scope: Scope = "informative",
     share_ratio: float = 1.0,
+    lines: LineEvidence | None = None,
 ) -> list[AttributedShare]:
     """ℒ/ℛ of each of a deploy's changes for a regression in ``subroutine`` (each change given
     by the profile subroutines it modified). A stack on which several changes modified counted
     frames goes to the change(s) whose frame is deepest (see the module docstring).
     ``share_ratio``: the deploy's common ratio of unmoved shares (share inflation), taken out of
-    every rise (see the module docstring)."""
+    every rise (see the module docstring). ``lines``: the deploy's line facts, which split ties
+    on one frame (None: tied changes each keep the tied stacks' rise)."""
     with_b = index.stacks_with(subroutine)
     regression = _rise(index, with_b, split, share_ratio)
     attributed = _owned_rises(
-        index, subroutine, with_b, modified_per_change, split, scope, share_ratio
+        index, subroutine, with_b, modified_per_change, split, scope, share_ratio, lines
     )
     if scope == "informative":
         attributed = _caller_claims(
@@ -123,7 +129,7 @@ def attributed_shares(
             # No change touched B, its callees or a caller that separates its rise: the callers
             # on every one of B's stacks are all that is left, and the deepest of them takes it.
             attributed = _owned_rises(
-                index, subroutine, with_b, modified_per_change, split, "stack", share_ratio
+                index, subroutine, with_b, modified_per_change, split, "stack", share_ratio, lines
             )
             attributed = _caller_claims(
                 index, subroutine, with_b, modified_per_change, split, attributed, share_ratio
@@ -143,8 +149,10 @@ def _owned_rises(
     split: TimeSplit,
     scope: Scope,
     share_ratio: float = 1.0,
+    lines: LineEvidence | None = None,
 ) -> list[float]:
-    """Each change's rise over the stacks it owns: those where its counted frame is deepest."""
+    """Each change's rise over the stacks it owns: those where its counted frame is deepest
+    (ties on one frame split by ``lines`` when given)."""
     depths = [
         _deepest_counted(index, subroutine, with_b, modified, split, scope)
         for modified in modified_per_change
@@ -152,10 +160,58 @@ def _owned_rises(
     if not depths:
         return []
     best = np.max(depths, axis=0)
-    return [
-        _rise(index, (depth >= 0) & (depth == best), split, share_ratio) if modified else 0.0
-        for modified, depth in zip(modified_per_change, depths, strict=True)
-    ]
+    owns = np.array(
+        [
+            (depth >= 0) & (depth == best) & bool(modified)
+            for modified, depth in zip(modified_per_change, depths, strict=True)
+        ]
+    )
+    rises = [_rise(index, own, split, share_ratio) for own in owns]
+    if lines is not None:
+        rises = _split_ties(index, owns, best, rises, split, share_ratio, lines)
+    return rises
+
+
+def _split_ties(
+    index: SampleIndex,
+    owns: np.ndarray,
+    best: np.ndarray,
+    rises: list[float],
+    split: TimeSplit,
+    share_ratio: float,
+    lines: LineEvidence,
+) -> list[float]:
+    """``rises`` with each tie on one frame (the same changes tied on stacks where the same
+    subroutine is the deepest counted frame) split by the tied frame's lines; a tie the lines
+    do not decide stands."""
+    tied = np.flatnonzero(owns.sum(axis=0) >= 2)
+    if not len(tied):
+        return rises
+    subs = index.frame_subroutine[index.stack_frames[best[tied]]]
+    patterns = np.packbits(owns[:, tied], axis=0)
+    keys = np.vstack([subs[None, :].astype(np.int64), patterns.astype(np.int64)]).T
+    out = list(rises)
+    window = (split.before_start_s, split.change_s, split.after_end_s)
+    for key in np.unique(keys, axis=0):
+        group = np.zeros(owns.shape[1], dtype=bool)
+        group[tied[(keys == key).all(axis=1)]] = True
+        changes = [int(k) for k in np.flatnonzero(owns[:, group][:, 0])]
+        weights = tie_weights(
+            index,
+            group,
+            best,
+            index.subroutines[int(key[0])],
+            changes,
+            window,
+            share_ratio,
+            lines,
+        )
+        if weights is None:
+            continue
+        rise = _rise(index, group, split, share_ratio)
+        for k, weight in zip(changes, weights, strict=True):
+            out[k] -= (1.0 - weight) * rise
+    return out
 
 
 def attributed_share(

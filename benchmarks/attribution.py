@@ -60,6 +60,7 @@ from pathlib import Path
 
 from regbot.attribution.attribute import AttributionSettings, RegressionEvidence, attribute_all
 from regbot.attribution.changes import read_change_set
+from regbot.attribution.deploy_lines import DeployLines, read_deploy_lines
 from regbot.attribution.gcpu_attribution import TimeSplit, attributed_share
 from regbot.attribution.model import Attribution, Commit
 from regbot.attribution.rank import RankSettings, rank_commits
@@ -195,6 +196,17 @@ def baselines(
     return results
 
 
+def _line_reader(
+    scenario: Scenario, commits: Sequence[Commit]
+) -> Callable[[set[str]], DeployLines]:
+    """The deploy's line facts as `regbot run` reads them (the previous deploy's time from the
+    deploy log)."""
+    previous_s = scenario.deploys[-2][1]
+    return lambda paths: read_deploy_lines(
+        scenario.repo_path, scenario.previous_sha, scenario.deploy_sha, paths, commits, previous_s
+    )
+
+
 def run_seed(seed: int) -> SeedResult:
     """Build one scenario and attribute its culprit's regression by every method."""
     with tempfile.TemporaryDirectory(prefix=f"regbot-attribution-{seed}-") as folder:
@@ -211,7 +223,9 @@ def run_seed(seed: int) -> SeedResult:
         index = SampleIndex(store.table, store.records())
         ingested = time.perf_counter()
         evidence = evidence_for(scenario, index)
-        changes, found = attribute_all([evidence], commits, index, [], AttributionSettings())
+        changes, found = attribute_all(
+            [evidence], commits, index, [], AttributionSettings(), _line_reader(scenario, commits)
+        )
         regbot = found[evidence.id]
         attributed = time.perf_counter()
         role = _role_of(scenario)

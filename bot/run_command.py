@@ -39,7 +39,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -53,9 +53,11 @@ from regbot.attribution.attribute import (
     RegressionEvidence,
     attribute,
     prepare_changes,
+    with_lines,
 )
 from regbot.attribution.changes import read_change_set, resolve_revision
-from regbot.attribution.model import Attribution, ScoredCommit
+from regbot.attribution.deploy_lines import DeployLines, read_deploy_lines
+from regbot.attribution.model import Attribution, Commit, ScoredCommit
 from regbot.attribution.rank import RankSettings
 from regbot.attribution.stack_paths import heaviest_paths
 from regbot.bot.baseline import MissingBaseline, find_missing_baselines, missing_names
@@ -206,6 +208,19 @@ def _deploy_window(
             )
         previous = resolve_revision(repo, logged_previous[0])
     return deploy, previous, deployed_at
+
+
+def _line_reader(
+    config: Config, state: StateStore, previous: str, deploy: str, commits: Sequence[Commit]
+) -> Callable[[set[str]], DeployLines] | None:
+    """Reads the deploy's line facts (``attribution.deploy_lines``) when the deploy log knows
+    when ``previous`` was deployed: before-window frames carry its line numbers only after
+    that. None otherwise (ties on one function then stand)."""
+    since_s = state.deploy_time(previous)
+    if since_s is None:
+        return None
+    repo = config.repository.path
+    return lambda paths: read_deploy_lines(repo, previous, deploy, paths, commits, since_s)
 
 
 def analyse(
@@ -408,8 +423,9 @@ def _run(
                 run_series.counts,
             )
         commits = read_change_set(config.repository.path, previous, deploy)
-        changes = prepare_changes(
-            commits, run_series.index, attribution_settings(config).fuzzy_floor
+        changes = with_lines(
+            prepare_changes(commits, run_series.index, attribution_settings(config).fuzzy_floor),
+            _line_reader(config, state, previous, deploy, commits),
         )
         report, groups, by_id = analyse(config, run_series, windows, changes, state, args.workload)
         report["deploy"] = {

@@ -10,7 +10,8 @@ What is built in the given directory::
     profiles/        <epoch>-web01.folded, one per 10-minute bucket over the deploys' windows
                      (492 files, about 20 MB)
     metrics/         service.csv (SPEC §2 long format)
-    state/           where `regbot run` keeps its state
+    state/           where `regbot run` keeps its state; its deploy log holds the deploys
+                     before the last (as the runs after them would have left it)
     regbot.yml       repository, sources, windows, attribution and dedup settings (SPEC §5)
 
 **The service.** Modules: ``main``, ``server`` (``serve_forever``, ``handle_request``),
@@ -102,6 +103,7 @@ from typing import Literal
 
 import numpy as np
 
+from regbot.bot.state import open_state
 from regbot.errors import InputError
 
 ScenarioKind = Literal["slower", "caller_calls_more"]
@@ -1635,6 +1637,16 @@ def _write_observations(
     return _write_metrics(root / "metrics", rng, state.service, times, ratio, rate, last_s)
 
 
+def _log_earlier_deploys(state_path: Path, deploys: list[tuple[str, float]]) -> None:
+    """The deploy log of the deploys before the last, as `regbot run` after each of them would
+    have left it (the last one is logged by the run that judges it)."""
+    with open_state(state_path) as state:
+        previous: str | None = None
+        for sha, at in deploys[:-1]:
+            state.record_deploy(sha, previous, at, at)
+            previous = sha
+
+
 def build_scenario(
     directory: Path,
     seed: int,
@@ -1694,6 +1706,10 @@ def build_scenario(
     (directory / "state").mkdir()
     config = directory / "regbot.yml"
     config.write_text(_config_text(seed, THRESHOLD))
+    _log_earlier_deploys(
+        directory / "state" / "regbot.db",
+        [(written.shas[m], float(t)) for m, t in zip(written.deploy_marks, deploy_times, strict=True)],
+    )
 
     culprit_mark = written.roles["culprit"]
     details = dict(last.details)

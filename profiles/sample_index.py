@@ -105,6 +105,10 @@ class SampleIndex:
             self._range_cache[key] = cached
         return cached
 
+    def subroutine_id(self, name: str) -> int | None:
+        """The column of subroutine ``name`` (``self.subroutines``), None when absent."""
+        return self._sub_ids.get(name)
+
     # -- queries -----------------------------------------------------------------------------
     def stacks_with(self, name: str) -> np.ndarray:
         """Boolean mask over stacks: those containing the subroutine (or the exact frame) ``name``."""

@@ -10,7 +10,7 @@ profiled with real py-spy recordings: the fixture in ``tests/fixtures/real_histo
                    deploy (3 days after t0, at a seeded time of day on a bucket start); each
                    bucket is one of the 24 real recordings of the code state running then,
                    drawn (seeded, with replacement)
-    state/         where `regbot run` keeps its state
+    state/         where `regbot run` keeps its state (its deploy log: the last release, t0)
     regbot.yml     the repository, the profiles, the bucket width and the windows — nothing
                    else: attribution, dedup, thresholds and the gate are regbot's defaults
 
@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from regbot.bot.state import open_state
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "real_history"
 LIBRARIES = ("sqlparse", "markdown")
@@ -229,6 +231,8 @@ def build_real_scenario(
         pool = before if at < deployed_at else after
         (profiles / f"{at}-{HOST}.folded").write_bytes(pool[int(rng.integers(0, len(pool)))])
     (directory / "state").mkdir()
+    with open_state(directory / "state" / "regbot.db") as state:
+        state.record_deploy(spec["base"], None, previous_at, previous_at)  # the last release's run
     config = directory / "regbot.yml"
     config.write_text(_config_text(library, name), encoding="utf-8")
     return RealScenario(

@@ -1,0 +1,182 @@
+"""What a deploy did to each line of a Python file: which of its commits last changed the line's
+behaviour, where each line of the previous deploy's source went, and which loops enclose it.
+
+Line-level evidence splits a stack's rise between two commits that modified the same function
+(``attribution.line_credit``): profilers such as py-spy report the line each frame is executing,
+so a function's samples can be followed line by line across the deploy. Three facts per file:
+
+* ``owner``: deploy line → the sha of the commit of ``previous..deploy`` that last changed it,
+  from ``git blame --porcelain previous..deploy``. Commits whose every touch of the file is
+  cosmetic (``ModifiedSubroutine.change == "cosmetic"``: docstrings, comments, layout, renames of
+  locals) are passed to ``--ignore-rev``, so a line's owner is the last commit that changed what
+  it does. Lines older than ``previous`` have no owner. The repository's own
+  ``blame.ignoreRevsFile`` (formatting commits) is honoured; a blame git refuses leaves the
+  file without owners, so its ties stand.
+* ``from_previous``: previous line → deploy line, from ``difflib`` over the two versions of the
+  file (unchanged lines by their offset; in a replaced block, lines paired in order while each
+  pair is at least half alike, so an edited loop header keeps its samples across the deploy).
+* ``header`` / ``loops``: from ``ast`` at the deploy: every line of a ``for``/``while`` header
+  maps to the header's first line (the line a profiler shows while the loop steps), and every
+  line to the header lines of the loops around it, innermost first (a line of a loop's header is
+  enclosed by the loops around that loop, not by the loop itself). A file that does not parse has
+  no loops.
+
+Before-window samples carry the previous deploy's line numbers only after that deploy started, so
+the evidence holds ``since_s``, the previous deploy's time (the state's deploy log); samples older
+than that are not followed line by line. Only Python files are read: other languages' profiles
+rarely carry lines, and their functions come from hunk headers, not a parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import subprocess
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from regbot.attribution.model import Commit
+
+_PAIR_FLOOR = 0.5  # a replaced line keeps its samples when at least this alike to its new form
+
+
+@dataclass(frozen=True, slots=True)
+class FileLines:
+    """One file's line facts at the deploy (module docstring). Lines are 1-based."""
+
+    owner: Mapping[int, str] = field(default_factory=dict)
+    from_previous: Mapping[int, int] = field(default_factory=dict)
+    header: Mapping[int, int] = field(default_factory=dict)
+    loops: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DeployLines:
+    """Line facts of the deploy's files (repository path → facts), and ``since_s``: when the
+    previous deploy started, after which before-window frames carry its line numbers."""
+
+    files: Mapping[str, FileLines]
+    since_s: float
+
+
+def loop_structure(source: str) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
+    """``header`` and ``loops`` of a Python source (module docstring); empty when it does not
+    parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}, {}
+    header: dict[int, int] = {}
+    spans: list[tuple[int, int, int]] = []  # header line, first and last line of the body
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.body:
+            first_body = node.body[0].lineno
+            for line in range(node.lineno, max(first_body, node.lineno + 1)):
+                header.setdefault(line, node.lineno)
+            last = max(getattr(n, "end_lineno", None) or n.lineno for n in node.body)
+            spans.append((node.lineno, first_body, last))
+    spans.sort(key=lambda s: s[2] - s[1])  # innermost (shortest body) first
+    lines = len(source.splitlines())
+    loops: dict[int, tuple[int, ...]] = {}
+    for line in range(1, lines + 1):
+        # A loop's body never holds its own header, so a header line gets the loops around
+        # its loop only.
+        around = tuple(start for start, first, last in spans if first <= line <= last)
+        if around:
+            loops[line] = around
+    return header, loops
+
+
+def line_map(old: Sequence[str], new: Sequence[str]) -> dict[int, int]:
+    """Old line → new line (1-based) across one file's edit (module docstring)."""
+    mapped: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            mapped.update({i1 + k + 1: j1 + k + 1 for k in range(i2 - i1)})
+        elif tag == "replace":
+            for k in range(min(i2 - i1, j2 - j1)):
+                alike = difflib.SequenceMatcher(None, old[i1 + k], new[j1 + k], autojunk=False)
+                if alike.ratio() >= _PAIR_FLOOR:
+                    mapped[i1 + k + 1] = j1 + k + 1
+    return mapped
+
+
+def parse_blame(porcelain: str) -> dict[int, str]:
+    """Final line → sha from ``git blame --porcelain``, boundary commits (older than the range)
+    left out."""
+    owner: dict[int, str] = {}
+    boundary: set[str] = set()
+    sha = ""
+    for row in porcelain.splitlines():
+        if row.startswith("\t"):
+            continue
+        parts = row.split(" ")
+        if len(parts) >= 3 and len(parts[0]) >= 40 and _is_hex(parts[0]) and parts[2].isdigit():
+            sha = parts[0]
+            owner[int(parts[2])] = sha
+        elif row == "boundary":
+            boundary.add(sha)
+    return {line: s for line, s in owner.items() if s not in boundary}
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
+
+
+def cosmetic_only(commits: Sequence[Commit], path: str) -> list[str]:
+    """Shas of the commits whose every function touched in ``path`` was touched cosmetically
+    (blame passes through them)."""
+    out = []
+    for commit in commits:
+        touched = [s for s in commit.subroutines if s.path == path]
+        if touched and all(s.change == "cosmetic" for s in touched):
+            out.append(commit.sha)
+    return out
+
+
+def read_deploy_lines(
+    repo_path: Path,
+    previous: str,
+    deploy: str,
+    paths: Collection[str],
+    commits: Sequence[Commit],
+    since_s: float,
+) -> DeployLines:
+    """Line facts of the Python files ``paths`` (repository paths at the deploy) for the
+    deploy ``previous..deploy``; a file git cannot show at the deploy is left out."""
+    files: dict[str, FileLines] = {}
+    for path in sorted(p for p in paths if p.endswith(".py")):
+        new = _show(repo_path, deploy, path)
+        if new is None:
+            continue
+        old = _show(repo_path, previous, path) or ""
+        ignored = [arg for sha in cosmetic_only(commits, path) for arg in ("--ignore-rev", sha)]
+        blame = _git(
+            repo_path, ["blame", "--porcelain", *ignored, f"{previous}..{deploy}", "--", path]
+        )
+        header, loops = loop_structure(new)
+        files[path] = FileLines(
+            owner=parse_blame(blame or ""),
+            from_previous=line_map(old.splitlines(), new.splitlines()),
+            header=header,
+            loops=loops,
+        )
+    return DeployLines(files, since_s)
+
+
+def _show(repo_path: Path, revision: str, path: str) -> str | None:
+    return _git(repo_path, ["show", f"{revision}:{path}"])
+
+
+def _git(repo_path: Path, args: list[str]) -> str | None:
+    done = subprocess.run(
+        ["git", "-c", "core.quotepath=off", *args],
+        cwd=repo_path,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("utf-8", errors="replace")
