@@ -1,5 +1,5 @@
 """Attribution benchmark: how often regbot names the commit that caused a regression, over many
-seeded scenarios (``regbot.bot.scenario``: a generated Python service in a real git repository,
+seeded scenarios (``regbot.datasets.service``: a generated Python service in a real git repository,
 its py-spy-style profiles across three deploys, one planted culprit among realistic decoys).
 
 Per seed: build the scenario in a temporary folder; read the last deploy's change set
@@ -64,8 +64,8 @@ from regbot.attribution.deploy_lines import DeployLines, read_deploy_lines
 from regbot.attribution.gcpu_attribution import TimeSplit, attributed_share
 from regbot.attribution.model import Attribution, Commit
 from regbot.attribution.rank import RankSettings, rank_commits
-from regbot.bot.ingest import collect_profile_paths, ingest_profiles
-from regbot.bot.scenario import BUCKET_S, Scenario, build_scenario
+from regbot.bot.sources.profiles import collect_profile_paths, ingest_profiles
+from regbot.datasets.service import BUCKET_S, Scenario, build_scenario
 from regbot.detection.model import subroutine_of_series
 from regbot.profiles.gcpu import build_gcpu
 from regbot.profiles.sample_index import SampleIndex

@@ -30,7 +30,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from regbot.detection import dedup as dedup_module
+from regbot.detection.dedup import flow as dedup_module
 from regbot.detection.dedup import DedupSettings, deduplicate
 from regbot.detection.model import Candidate, DedupContext, StackShare, WindowBounds
 
@@ -203,7 +203,7 @@ def build_fleet(seed: int, n_series: int, points: int, independent: int, cascade
 
 
 def run_fleet(args: argparse.Namespace) -> None:
-    from regbot.detection import som_dedup as som_module
+    from regbot.detection.dedup import som_dedup as som_module
 
     started = time.perf_counter()
     candidates, context, owner = build_fleet(
@@ -217,7 +217,7 @@ def run_fleet(args: argparse.Namespace) -> None:
     )
     evidence_s = 0.0
     if hasattr(som_module, "run_load"):
-        from regbot.detection.shared_cause import noise_of, pair_stats
+        from regbot.detection.dedup.shared_cause import noise_of, pair_stats
 
         started = time.perf_counter()
         load = som_module.run_load(candidates, context, 20)

@@ -84,7 +84,7 @@ REGBOT_RUN = """
 import json, resource, sys, time
 from collections import Counter
 import numpy as np
-from regbot.detection.simulate import FleetScenario, simulate_fleet
+from regbot.datasets.fleet import FleetScenario, simulate_fleet
 from regbot.detection.model import DetectionSettings, LongTermSettings, SeriesBatch
 from regbot.detection.presets import Threshold, Windows, WorkloadSettings
 from regbot.detection.pipeline import detect_batch
@@ -132,7 +132,7 @@ def scenario(n: int, points: int):
     simulator's 10,000-series default has), so a fleet of 100,000 subroutines is sampled as
     densely per subroutine as one of 10,000 rather than falling below one sample per bucket,
     under FBDetect's triviality floor."""
-    from regbot.detection.simulate import FleetScenario
+    from regbot.datasets.fleet import FleetScenario
 
     return FleetScenario(n_series=n, n_points=points, samples_per_bucket=SAMPLES_PER_SERIES * n)
 
@@ -261,7 +261,7 @@ def scale_run(args: argparse.Namespace) -> None:
     )
 
     # Peers on the first --peer-series series of the same fleet (same seed, same simulation).
-    from regbot.detection.simulate import simulate_fleet
+    from regbot.datasets.fleet import simulate_fleet
 
     series, events, bounds = simulate_fleet(scenario(args.series, args.points), args.seed)
     subset = list(range(min(args.peer_series, len(series))))

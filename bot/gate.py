@@ -14,7 +14,7 @@ Decision table, first match wins:
    it (a re-run of the same deploy still fails on it). ``delta`` is in the series'
    own unit (a gCPU share for gCPU series); a regression whose delta is unknown (null in the
    report) is counted only when ``min_delta`` is 0, since its size cannot be compared.
-2. A missing baseline (:mod:`regbot.bot.baseline`) applies ``on_missing_baseline``:
+2. A missing baseline (:mod:`regbot.bot.sources.baseline`) applies ``on_missing_baseline``:
    ``neutral`` (the default) → ``neutral`` with a warning, ``fail`` → ``failure``, ``pass`` →
    ``success`` — but the title and summary still say that the baseline was missing: a missing
    baseline is never a silent pass.
@@ -27,7 +27,7 @@ such feedback are named in the summary instead (and are not commented on again).
 
 The title is plain text made of regbot's own words and numbers only (it becomes a check run
 title or a commit status description, cut to 140 characters there); the summary is markdown with
-every piece of report text escaped through :mod:`regbot.bot.markdown_safe`.
+every piece of report text escaped through :mod:`regbot.bot.github.markdown_safe`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from regbot.bot.comment import (
+from regbot.bot.github.comment import (
     RegressionView,
     format_delta,
     format_number,
@@ -44,8 +44,8 @@ from regbot.bot.comment import (
     read_regression,
 )
 from regbot.bot.config import GateSettings
-from regbot.bot.github_api import GateState
-from regbot.bot.markdown_safe import code_span, inline
+from regbot.bot.github.api import GateState
+from regbot.bot.github.markdown_safe import code_span, inline
 
 __all__ = ["GateDecision", "decide_gate", "fails_policy", "MAX_LISTED"]
 

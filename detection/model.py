@@ -478,7 +478,7 @@ class SomSettings:
     """§5.5.1: ImportanceScore weights (relative change, absolute change, popularity, root cause
     found), training epochs, the number of Fourier magnitudes per series, and the seed.
 
-    What a cell may merge without stack samples (``regbot.detection.cause_groups``): a pair's
+    What a cell may merge without stack samples (``regbot.detection.dedup.cause_groups``): a pair's
     load-free residual noise must correlate with one-sided p ≤ ``evidence_alpha`` / (pairs
     tested in the kind's cells), and r ≥ ``min_noise_correlation`` between gCPU series (a callee with
     1% of its caller's samples gives r ≈ 0.1) or ≥ ``min_cross_correlation`` between latency or
@@ -487,7 +487,7 @@ class SomSettings:
     masked either side of a change; ``load_min_series``: the fewest series on one time axis
     from which the fleet's load factor is estimated (fewer: none is removed).
 
-    The map (``regbot.detection.som_dedup``): ``merge_distance``: tight units (every item this
+    The map (``regbot.detection.dedup.som_dedup``): ``merge_distance``: tight units (every item this
     close to the centroid) whose centroids are this close, by complete linkage, are one cell;
     ``cascade_buckets``: change points this many buckets apart are one moment of a cascade (the
     change-point location jitter of a noisy caller); ``relative_cap``: the ImportanceScore's
@@ -554,7 +554,7 @@ class PairwiseSettings:
 
     The ``correlation`` feature is evidence of one cause, not of one shape: the correlation of
     the two series' residual noise, each one's own step and the fleet's load removed
-    (``regbot.detection.shared_cause``). Its rule passes when r reaches the rule's threshold
+    (``regbot.detection.dedup.shared_cause``). Its rule passes when r reaches the rule's threshold
     (``cross_kind_correlation`` at least, when one side is not a gCPU series) *and* its one-sided
     p-value is at most ``evidence_alpha`` / (candidates × members compared: a family-wise rate
     over the call). Default: correlation ≥ 0.1

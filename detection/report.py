@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from regbot.detection.model import Candidate
 from regbot.detection.pipeline import WINDOW_NAMES, DetectionResult
 from regbot.detection.ratios import relative_change
-from regbot.detection.same_regression import regression_id
+from regbot.detection.dedup.same_regression import regression_id
 
 if TYPE_CHECKING:
     from regbot.detection.dedup import DedupResult

@@ -23,7 +23,7 @@ deploy sha; and a run with a bad ``dry-run`` input. Every run starts from a work
 local state file, as on an ephemeral runner.
 
 Assertions about PR comments, the gate on GitHub and the job summary's content depend on regbot's
-publishing (``bot/publish.py``); they are in the tests marked ``needs_publishing``.
+publishing (``bot/github/publish.py``); they are in the tests marked ``needs_publishing``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ ACTION = REPO_ROOT / "action.yml"
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
 PUBLISHING = (REPO_ROOT / "bot" / "publish.py").is_file()
 needs_publishing = pytest.mark.skipif(
-    not PUBLISHING, reason="bot/publish.py (PR comments and the gate on GitHub) is not there yet"
+    not PUBLISHING, reason="bot/github/publish.py (PR comments and the gate on GitHub) is not there yet"
 )
 
 REPOSITORY = "octo/service"
@@ -661,7 +661,7 @@ def test_regbot_called_github_with_the_token(scenario) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Publishing (PR comments, the gate, the summary's content): checked once bot/publish.py exists
+# Publishing (PR comments, the gate, the summary's content): checked once bot/github/publish.py exists
 
 
 @needs_publishing

@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 
 from regbot.bot.cli import main
-from regbot.bot.comment import (
+from regbot.bot.github.comment import (
     CHART_MAX_POINTS,
     SHRINK_STEPS,
     comment_marker,
@@ -37,7 +37,7 @@ from regbot.bot.comment import (
     render_comment,
     render_summary,
 )
-from regbot.bot.markdown_safe import ZWSP, code_block, code_span, inline
+from regbot.bot.github.markdown_safe import ZWSP, code_block, code_span, inline
 from regbot.errors import InputError
 
 CHANGE = 1_763_867_000.0

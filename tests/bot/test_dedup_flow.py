@@ -9,7 +9,7 @@ import pytest
 
 from regbot.bot.dedup_context import build_dedup_context
 from regbot.bot.state import open_state
-from regbot.detection.cascades import simulate_cascades
+from regbot.datasets.cascades import simulate_cascades
 from regbot.detection.dedup import DedupSettings, deduplicate
 from regbot.detection.model import DetectionSettings, LongTermSettings, WindowBounds
 from regbot.detection.pipeline import detect_in_windows

@@ -18,7 +18,7 @@ from rich.console import Console
 from service_repo import COMPUTE_ROUNDS, RENDER_ECHO, run_argv, service_source, write_regbot_yml
 
 from regbot.bot.cli import main
-from regbot.bot.explain_view import SeriesChart
+from regbot.bot.views.explain import SeriesChart
 
 SERVICE = service_source(compute=COMPUTE_ROUNDS, render=RENDER_ECHO, tail=["ROUNDS = 1\n"])
 ROOT_FRAME = "<module> [bold]boom[/] (app/main.py:1)"

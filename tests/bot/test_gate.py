@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from regbot.bot.baseline import (
+from regbot.bot.sources.baseline import (
     MIN_BASELINE_POINTS,
     MissingBaseline,
     find_missing_baselines,
@@ -17,7 +17,7 @@ from regbot.bot.baseline import (
 )
 from regbot.bot.config import GateSettings
 from regbot.bot.gate import MAX_LISTED, decide_gate
-from regbot.bot.markdown_safe import ZWSP
+from regbot.bot.github.markdown_safe import ZWSP
 from regbot.detection.model import WindowBounds
 from regbot.profiles.model import Series
 

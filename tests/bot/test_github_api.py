@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 from fake_github import FakeGitHub
 
-from regbot.bot.github_api import (
+from regbot.bot.github.api import (
     CommentInfo,
     DeploymentInfo,
     GitHubClient,

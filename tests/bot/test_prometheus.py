@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from regbot.bot.config import PrometheusQuery, PrometheusSource
-from regbot.bot.prometheus import (
+from regbot.bot.sources.prometheus import (
     MAX_POINTS_PER_REQUEST,
     MAX_POINTS_PER_SERIES,
     fetch_prometheus_series,

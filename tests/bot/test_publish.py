@@ -23,8 +23,8 @@ from rich.console import Console
 from service_repo import run_argv, service_source, write_regbot_yml
 
 from regbot.bot.cli import main
-from regbot.bot.github_api import CommentInfo, RequestPolicy
-from regbot.bot.publish import (
+from regbot.bot.github.api import CommentInfo, RequestPolicy
+from regbot.bot.github.publish import (
     RETRY_SCALE_ENV,
     comment_order,
     details_url,

@@ -15,8 +15,8 @@ import pytest
 
 from regbot.attribution.changes import read_change_set
 from regbot.bot.cli import main
-from regbot.bot.ingest import collect_profile_paths, ingest_profiles
-from regbot.bot.scenario import BUCKET_S, Scenario, build_scenario
+from regbot.bot.sources.profiles import collect_profile_paths, ingest_profiles
+from regbot.datasets.service import BUCKET_S, Scenario, build_scenario
 from regbot.errors import InputError
 from regbot.profiles.gcpu import build_gcpu
 from regbot.profiles.model import parse_frame

@@ -28,7 +28,7 @@ from regbot.detection.model import (
 from regbot.detection.pipeline import find_change_candidates
 from regbot.detection.presets import Threshold, Windows, WorkloadSettings
 from regbot.detection.report import regression_entry
-from regbot.detection.simulate import FleetScenario, minimum_detectable_effect, simulate_fleet
+from regbot.datasets.fleet import FleetScenario, minimum_detectable_effect, simulate_fleet
 
 N, A, E = 1500, 1440, 1464
 SHARE, SAMPLES = 0.01, 200_000

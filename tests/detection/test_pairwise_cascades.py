@@ -14,7 +14,7 @@ from regbot.detection.model import (
     StackShare,
     WindowBounds,
 )
-from regbot.detection.pairwise_dedup import pairwise_dedup
+from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
 
 BUCKET_S = 600.0
 T0_S = 1_700_000_000.0

@@ -16,7 +16,7 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
-from regbot.detection.cascades import tree_stack_shares
+from regbot.datasets.cascades import tree_stack_shares
 from regbot.detection.model import (
     Candidate,
     DedupContext,
@@ -26,8 +26,8 @@ from regbot.detection.model import (
     WindowBounds,
     subroutine_of_series,
 )
-from regbot.detection.pairwise_dedup import correlation_window, member_of, pairwise_dedup
-from regbot.detection.shared_cause import delta_with_se, noise_of, pair_stats
+from regbot.detection.dedup.pairwise_dedup import correlation_window, member_of, pairwise_dedup
+from regbot.detection.dedup.shared_cause import delta_with_se, noise_of, pair_stats
 
 STEP_S = 300.0
 T0_S = 1_700_000_000.0
@@ -545,7 +545,7 @@ def random_scene(seed: int, n: int = 60):
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("combine", ["any", "all"])
 def test_fast_matches_reference(seed: int, combine: str, monkeypatch) -> None:
-    monkeypatch.setattr("regbot.detection.pairwise_dedup.BLOCK_ROWS", 7)  # many blocks
+    monkeypatch.setattr("regbot.detection.dedup.pairwise_dedup.BLOCK_ROWS", 7)  # many blocks
     candidates, groups = random_scene(seed)
     settings = PairwiseSettings(
         rules=(

@@ -12,7 +12,7 @@ from regbot.detection.model import DetectionSettings, LongTermSettings, WindowBo
 from regbot.detection.pipeline import FUNNEL_KEYS, detect_in_windows, run_detection
 from regbot.detection.presets import MinPoints, Threshold, Windows, WorkloadSettings
 from regbot.detection.report import build_report, regression_id
-from regbot.detection.simulate import FleetScenario, simulate_fleet
+from regbot.datasets.fleet import FleetScenario, simulate_fleet
 from regbot.profiles.model import Series
 from regbot.profiles.series_files import read_series_files
 

@@ -11,7 +11,7 @@ from regbot.detection.dedup import DedupSettings
 from regbot.detection.model import Candidate, DetectionSettings, WindowBounds
 from regbot.detection.pipeline import run_detection
 from regbot.detection.presets import MinPoints, Threshold, Windows, WorkloadSettings
-from regbot.detection.same_regression import KnownRegression, merge_same_regressions
+from regbot.detection.dedup.same_regression import KnownRegression, merge_same_regressions
 from regbot.profiles.model import Series
 
 BUILD_S = 5 * 3600.0  # a build every five hours: far more than the 6-hour merge gap in 2 builds

@@ -17,12 +17,12 @@ import pytest
 
 from regbot.detection.dedup import DedupSettings, deduplicate
 from regbot.detection.model import Candidate, DedupContext, SomSettings, WindowBounds
-from regbot.detection.shared_cause import (
+from regbot.detection.dedup.shared_cause import (
     estimate_load,
     noise_of,
     pair_stats,
 )
-from regbot.detection.som_dedup import som_dedup
+from regbot.detection.dedup.som_dedup import som_dedup
 
 BUCKET_S = 600.0
 T0_S = 1_700_000_000.0

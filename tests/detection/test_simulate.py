@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from regbot.detection.model import WindowBounds, Windows
-from regbot.detection.simulate import (
+from regbot.datasets.fleet import (
     FleetScenario,
     PlantedEvent,
     _draw_shares,

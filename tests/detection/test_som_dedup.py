@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from regbot.detection import som_dedup as som
+from regbot.detection.dedup import som_dedup as som
 from regbot.detection.model import (
     Candidate,
     DedupContext,
@@ -21,7 +21,7 @@ from regbot.detection.model import (
     Verdict,
     WindowBounds,
 )
-from regbot.detection.som_dedup import (
+from regbot.detection.dedup.som_dedup import (
     elect,
     grid_side,
     importance_scores,

@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from regbot.detection.cascades import tree_stack_shares
+from regbot.datasets.cascades import tree_stack_shares
 from regbot.detection.dedup import DedupSettings
 from regbot.detection.model import Candidate, DedupContext, WindowBounds
-from regbot.detection.stack_dedup import _Attempt, _Problem, bucket_change_points, stack_dedup
+from regbot.detection.dedup.stack_dedup import _Attempt, _Problem, bucket_change_points, stack_dedup
 
 T_S = 1_700_000_000.0
 MINUTE_S = 60.0

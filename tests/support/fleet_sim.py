@@ -35,7 +35,7 @@ seconds). Model, in the order it is built:
   MDE is FBDetect App. A.2's T_critical·s/√n₂ with n₂ = ``mde_points`` (default: the analysis
   window's points, the sample the test has after a change at the deploy; then a 1.5× MDE step
   with ~50 points after it is ~5 standard errors of the before/after difference),
-  computed by ``regbot.detection.simulate.minimum_detectable_effect`` (p = ½, N = 1 gives
+  computed by ``regbot.datasets.fleet.minimum_detectable_effect`` (p = ½, N = 1 gives
   ½·T_critical/√n₂).
 * **Windows** are those ``regbot detect`` derives with the default workload: the extended window
   ends at the last timestamp and holds ``extended_points`` buckets before it; the analysis window
@@ -82,7 +82,7 @@ from scipy import sparse
 from scipy.signal import lfilter
 
 from regbot.detection.presets import DAY_S
-from regbot.detection.simulate import minimum_detectable_effect
+from regbot.datasets.fleet import minimum_detectable_effect
 from regbot.errors import InputError
 from regbot.profiles.model import Series
 from regbot.profiles.series_files import write_series_csv

@@ -11,14 +11,14 @@ Order of a publishing run (not ``--dry-run``, ``repository.github`` set; otherwi
 that publishing is off and why):
 
 1. the feedback on regbot's earlier comments is read and recorded
-   (:mod:`regbot.bot.feedback_command`); groups marked false positive are annotated in the
+   (:mod:`regbot.bot.cli.feedback`); groups marked false positive are annotated in the
    report and not commented on again (a GitHub failure here stops the run before anything is
    analysed or recorded);
-2. detection, dedup and attribution; the missing baselines (:mod:`regbot.bot.baseline`, in the
+2. detection, dedup and attribution; the missing baselines (:mod:`regbot.bot.sources.baseline`, in the
    report as ``missing_baseline``) and the gate decision (:mod:`regbot.bot.gate`, ``gate``);
 3. the run is recorded in the state *before* anything is published, so a publishing failure
    loses nothing: the next run dedups against it and upserts the same comments;
-4. comments (:mod:`regbot.bot.publish`; ``comments`` and ``comments_skipped`` in the report),
+4. comments (:mod:`regbot.bot.github.publish`; ``comments`` and ``comments_skipped`` in the report),
    then the gate on the deploy commit (check run, or commit status fallback; ``gate.published_as``);
 5. the stored report is updated with what was published, and the JSON report (``-o``) and the
    job summary (``--summary``, default ``$GITHUB_STEP_SUMMARY``, appended) are written — also
@@ -60,16 +60,16 @@ from regbot.attribution.deploy_lines import DeployLines, read_deploy_lines
 from regbot.attribution.model import Attribution, Commit, ScoredCommit
 from regbot.attribution.rank import RankSettings
 from regbot.attribution.stack_paths import heaviest_paths
-from regbot.bot.baseline import MissingBaseline, find_missing_baselines, missing_names
-from regbot.bot.comment import render_summary
+from regbot.bot.sources.baseline import MissingBaseline, find_missing_baselines, missing_names
+from regbot.bot.github.comment import render_summary
 from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.bot.config import Config, load_config
 from regbot.bot.dedup_context import build_dedup_context
-from regbot.bot.feedback_command import annotate_report, collect_feedback
+from regbot.bot.cli.feedback import annotate_report, collect_feedback
 from regbot.bot.gate import GateDecision, decide_gate
-from regbot.bot.github_api import GitHubClient, GitHubError
-from regbot.bot.markdown_safe import inline
-from regbot.bot.publish import (
+from regbot.bot.github.api import GitHubClient, GitHubError
+from regbot.bot.github.markdown_safe import inline
+from regbot.bot.github.publish import (
     PublishingPlan,
     PublishResult,
     open_client,
@@ -77,9 +77,9 @@ from regbot.bot.publish import (
     publish_gate,
     publishing_plan,
 )
-from regbot.bot.sources import RunSeries, gather_series
+from regbot.bot.sources.gather import RunSeries, gather_series
 from regbot.bot.state import StateStore, open_state
-from regbot.bot.views import attribution_table, detection_table, funnel_line
+from regbot.bot.views.tables import attribution_table, detection_table, funnel_line
 from regbot.detection.dedup import deduplicate
 from regbot.detection.model import Candidate, WindowBounds, subroutine_of_series
 from regbot.detection.pipeline import detect_in_windows
@@ -263,7 +263,7 @@ def missing_baselines(
     config: Config, run_series: RunSeries, windows: WindowBounds, now_s: float | None
 ) -> list[MissingBaseline]:
     """The run's missing baselines: the profiles' gCPU series judged as one source by the sample
-    store's buckets, every other series on its own (:mod:`regbot.bot.baseline`)."""
+    store's buckets, every other series on its own (:mod:`regbot.bot.sources.baseline`)."""
     sources = config.sources
     configured = [
         name

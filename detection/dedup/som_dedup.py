@@ -88,7 +88,7 @@ built from leaf-to-ancestor links, never across siblings:
   explained rise, then the smaller series id. So a caller whose rise is the sum of two unrelated
   leaves' joins the group of the larger one, and the leaves stay apart. An ancestor with no leaf
   below it in its moment heads its own group.
-* Final groups (``regbot.detection.cause_groups``): candidates with stacks by their head,
+* Final groups (``regbot.detection.dedup.cause_groups``): candidates with stacks by their head,
   whatever their SOM cells. A candidate without stacks (no sample store, a throughput series)
   merges only on evidence of one cause within its SOM cell: its load-free residual noise must
   correlate significantly with another's (a caller's samples hold its callee's), with the same
@@ -152,7 +152,7 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from regbot.detection.cause_groups import cause_groups
+from regbot.detection.dedup.cause_groups import cause_groups
 from regbot.detection.model import (
     Candidate,
     DedupContext,
@@ -161,7 +161,7 @@ from regbot.detection.model import (
     Verdict,
     subroutine_of_series,
 )
-from regbot.detection.shared_cause import LoadFactor, load_over_windows
+from regbot.detection.dedup.shared_cause import LoadFactor, load_over_windows
 from regbot.errors import InputError
 
 __all__ = [

@@ -21,7 +21,7 @@ import numpy as np
 
 from regbot.attribution.signal_correlation import Signal, signal_names
 from regbot.bot.config import Config
-from regbot.bot.ingest import collect_profile_paths, ingest_profiles
+from regbot.bot.sources.profiles import collect_profile_paths, ingest_profiles
 from regbot.errors import InputError
 from regbot.profiles.gcpu import build_gcpu
 from regbot.profiles.model import ParseOptions, Series
@@ -109,7 +109,7 @@ def gather_series(config: Config, start_s: float, end_s: float) -> RunSeries:
         collected += read
         counts["series"] = len(read)
     if config.sources.prometheus is not None:
-        from regbot.bot.prometheus import fetch_prometheus_series
+        from regbot.bot.sources.prometheus import fetch_prometheus_series
 
         fetched = fetch_prometheus_series(config.sources.prometheus, start_s, end_s)
         collected += fetched

@@ -37,7 +37,7 @@ from all of the run's series and removed first. Every choice the statistics leav
   the regression of one row's raw residual on the other's: the share of the lower series'
   samples that the upper one contains (1 for a caller holding every sample of its callee).
 
-The callers (``regbot.detection.cause_groups``, ``regbot.detection.pairwise_dedup``) compare
+The callers (``regbot.detection.dedup.cause_groups``, ``regbot.detection.dedup.pairwise_dedup``) compare
 the p-value with ``alpha`` over the number of pairs they test (family-wise rate of false merges)
 and ``r`` with a minimum effect size; the thresholds live in their settings.
 

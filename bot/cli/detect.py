@@ -14,7 +14,7 @@ from regbot.bot.config import load_config
 from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.bot.dedup_context import build_dedup_context, open_profile_index
 from regbot.bot.state import open_state
-from regbot.bot.views import detection_table, funnel_line
+from regbot.bot.views.tables import detection_table, funnel_line
 from regbot.detection.dedup import deduplicate
 from regbot.detection.pipeline import run_detection
 from regbot.detection.report import build_report

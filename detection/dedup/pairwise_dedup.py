@@ -11,7 +11,7 @@ starts a new group whose id is the candidate's regression id. The choices the pa
 * **correlation** — evidence that one cause moved both series, not that they have one shape
   (two steps at one deploy always correlate): the correlation of their *residual noise*, each
   one's own step and the fleet's load removed, with its one-sided p-value from Fisher's z over
-  Bartlett's effective number of points (``regbot.detection.shared_cause``; the load is
+  Bartlett's effective number of points (``regbot.detection.dedup.shared_cause``; the load is
   estimated from ``DedupContext.series`` over the candidates' windows). A caller's gCPU holds
   every sample of its callee's, so its noise holds the callee's; a throughput or latency series
   driven by a gCPU series carries its noise too. The candidate's points are restricted to
@@ -93,7 +93,7 @@ from regbot.detection.model import (
     Verdict,
     subroutine_of_series,
 )
-from regbot.detection.shared_cause import (
+from regbot.detection.dedup.shared_cause import (
     LoadFactor,
     delta_with_se,
     load_over_windows,

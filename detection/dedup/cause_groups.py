@@ -7,7 +7,7 @@ the cell is only where merges are looked for. What may merge (regbot's rule on t
 * **With stack samples**: the leaf-to-ancestor links of ``som_dedup.stack_links`` (shared
   samples), whatever the cells.
 * **Without** (series files, Prometheus, a series the store does not know): the noise evidence of
-  ``regbot.detection.shared_cause``, between candidates of one cell whose change points are one
+  ``regbot.detection.dedup.shared_cause``, between candidates of one cell whose change points are one
   *moment* (within ``tolerance_s``). A pair is an *edge* when its load-free residual noise
   correlates with one-sided p ≤ ``evidence_alpha`` / (pairs tested in all of the kind's cells)
   — at most ``evidence_alpha`` false edges per run and kind, however many candidates — and r ≥
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from regbot.detection.model import Candidate, DedupContext, SomSettings, subroutine_of_series
-from regbot.detection.shared_cause import (
+from regbot.detection.dedup.shared_cause import (
     LoadFactor,
     PairStats,
     delta_with_se,

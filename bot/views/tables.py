@@ -7,7 +7,7 @@ from collections import Counter
 from rich.markup import escape
 from rich.table import Table
 
-from regbot.bot.ingest import IngestSummary
+from regbot.bot.sources.profiles import IngestSummary
 from regbot.profiles.gcpu import GcpuMatrix
 from regbot.timefmt import format_time
 

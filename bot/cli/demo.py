@@ -1,6 +1,6 @@
 """`regbot demo`: the whole post-deploy job on a self-contained scenario, offline.
 
-It builds a scenario (``bot/scenario.py``: a real git repository of a generated Python service with
+It builds a scenario (``regbot/datasets/service.py``: a real git repository of a generated Python service with
 a few dozen commits over three deploys, py-spy-shaped profiles and metrics with one planted
 regression and several planted false alarms), runs ``regbot run --dry-run`` for the last deploy,
 and shows the report, the PR comment regbot would post on the suspect's pull request, and the
@@ -21,11 +21,11 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.rule import Rule
 
-from regbot.bot.comment import comment_marker, render_comment
-from regbot.bot.explain_command import build_explanation, open_state_read_only
-from regbot.bot.explain_view import explain_renderables
-from regbot.bot.publish import stack_path_of
-from regbot.bot.scenario import Scenario, build_scenario
+from regbot.bot.github.comment import comment_marker, render_comment
+from regbot.bot.cli.explain import build_explanation, open_state_read_only
+from regbot.bot.views.explain import explain_renderables
+from regbot.bot.github.publish import stack_path_of
+from regbot.datasets.service import Scenario, build_scenario
 
 DEMO_KIND = "slower"
 

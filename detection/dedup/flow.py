@@ -34,11 +34,11 @@ from regbot.detection.model import (
     SomSettings,
     Verdict,
 )
-from regbot.detection.pairwise_dedup import pairwise_dedup
-from regbot.detection.same_regression import KnownRegression, merge_same_regressions
+from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
+from regbot.detection.dedup.same_regression import KnownRegression, merge_same_regressions
 from regbot.detection.share_inflation import ShareInflationSettings, share_inflation_verdicts
-from regbot.detection.som_dedup import joined_verdict, reelect, rehome, som_dedup
-from regbot.detection.stack_dedup import stack_dedup
+from regbot.detection.dedup.som_dedup import joined_verdict, reelect, rehome, som_dedup
+from regbot.detection.dedup.stack_dedup import stack_dedup
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +46,13 @@ class DedupSettings:
     """``method``: "fbdetect" (SOMDedup + cost shift + PairwiseDedup) or "kdd18" (cost shift, then
     the KDD'18 stack-trace deduplication).
 
-    The same-regression merge (``regbot.detection.same_regression``): ``merge_gap_s``: change
+    The same-regression merge (``regbot.detection.dedup.same_regression``): ``merge_gap_s``: change
     points of one series this close are one regression; on a series with an earlier known
     regression, a candidate is new only when its level is above the level since the known change
     by a one-sided Mann–Whitney test at ``merge_alpha``, with ``merge_min_points`` points at
     least on each side.
 
-    The KDD'18 method (``regbot.detection.stack_dedup``): ``kdd18_bucket_s``: change points this
+    The KDD'18 method (``regbot.detection.dedup.stack_dedup``): ``kdd18_bucket_s``: change points this
     close that share a stack are one bucket; ``kdd18_tolerance``: the greedy removal stops when
     the remaining stacks weigh less than this share of the bucket; ``kdd18_explained_share``: a
     node whose revised magnitude falls to this share of its own is explained;

@@ -619,7 +619,7 @@ def open_state_read_only(path: Path) -> StateStore:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from regbot.bot.explain_view import (  # the view imports this module
+    from regbot.bot.views.explain import (  # the view imports this module
         explain_renderables,
         settings_renderables,
     )

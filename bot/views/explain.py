@@ -28,8 +28,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from regbot.bot.comment import format_number, format_relative
-from regbot.bot.explain_command import (
+from regbot.bot.github.comment import format_number, format_relative
+from regbot.bot.cli.explain import (
     Explanation,
     Finding,
     GroupView,
@@ -37,7 +37,7 @@ from regbot.bot.explain_command import (
     ordered_verdicts,
     stages_not_reached,
 )
-from regbot.bot.markdown_safe import clean
+from regbot.bot.github.markdown_safe import clean
 from regbot.detection.model import subroutine_of_series
 from regbot.profiles.model import subroutine_of
 from regbot.timefmt import format_time

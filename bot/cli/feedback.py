@@ -38,9 +38,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from regbot.bot.comment import find_marker
+from regbot.bot.github.comment import find_marker
 from regbot.bot.config import load_config
-from regbot.bot.github_api import CommentInfo, GitHubClient
+from regbot.bot.github.api import CommentInfo, GitHubClient
 from regbot.bot.state import FeedbackEntry, StateStore, StoredComment, open_state
 from regbot.errors import InputError
 from regbot.timefmt import format_time

@@ -8,7 +8,7 @@ findings):
 
 * confidence at least ``github.comments.min_confidence`` (high > low; ``none`` names no commit);
 * not in a group developers marked as a false positive (feedback, see
-  :mod:`regbot.bot.feedback_command`): such a group is not commented on again, and its earlier
+  :mod:`regbot.bot.cli.feedback`): such a group is not commented on again, and its earlier
   comment is left as it is;
 * on every distinct pull request of its named candidates: the PR number from the git history
   (merge and squash titles), else GitHub's pull requests of the commit (the merged ones when
@@ -39,10 +39,10 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from regbot.attribution.stack_paths import path_to
-from regbot.bot.comment import comment_marker, render_comment
+from regbot.bot.github.comment import comment_marker, render_comment
 from regbot.bot.config import CommentPolicy, Config
 from regbot.bot.gate import GateDecision
-from regbot.bot.github_api import (
+from regbot.bot.github.api import (
     CommentInfo,
     GateKind,
     GitHubClient,

@@ -29,43 +29,43 @@ def consoles() -> tuple[Console, Console]:
 
 
 def _command_ingest(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from regbot.bot import ingest_command
+    from regbot.bot.cli import ingest as ingest_command
 
     return ingest_command.run(args, out, err)
 
 
 def _command_gcpu(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from regbot.bot import ingest_command
+    from regbot.bot.cli import ingest as ingest_command
 
     return ingest_command.run_gcpu(args, out, err)
 
 
 def _command_detect(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from regbot.bot import detect_command
+    from regbot.bot.cli import detect as detect_command
 
     return detect_command.run(args, out, err)
 
 
 def _command_run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from regbot.bot import run_command
+    from regbot.bot.cli import run as run_command
 
     return run_command.run(args, out, err)
 
 
 def _command_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from regbot.bot import explain_command
+    from regbot.bot.cli import explain as explain_command
 
     return explain_command.run(args, out, err)
 
 
 def _command_feedback(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from regbot.bot import feedback_command
+    from regbot.bot.cli import feedback as feedback_command
 
     return feedback_command.run(args, out, err)
 
 
 def _command_demo(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from regbot.bot import demo_command
+    from regbot.bot.cli import demo as demo_command
 
     return demo_command.run(args, out, err)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from regbot.bot.ingest import collect_profile_paths, ingest_profiles
-from regbot.bot.views import gcpu_table, ingest_table
+from regbot.bot.sources.profiles import collect_profile_paths, ingest_profiles
+from regbot.bot.views.tables import gcpu_table, ingest_table
 from regbot.errors import InputError
 from regbot.profiles.gcpu import TRIVIALITY_FLOOR, build_gcpu
 from regbot.profiles.model import ParseOptions

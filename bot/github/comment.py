@@ -3,7 +3,7 @@
 Both are built from a SPEC §4 report (plain mappings, as ``regbot detect`` writes them) and
 return markdown text; nothing here talks to GitHub. Every piece of text that came from outside
 regbot (series ids, frames, commit titles, author names, units, stage names, the reasons the
-filters wrote, which quote series ids) goes through :mod:`regbot.bot.markdown_safe`; numbers are
+filters wrote, which quote series ids) goes through :mod:`regbot.bot.github.markdown_safe`; numbers are
 validated and formatted here, so the only raw markdown in the output is regbot's own.
 
 The comment starts with a hidden marker (:func:`comment_marker`), so regbot finds and updates
@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from regbot.bot.markdown_safe import code_block, code_span, inline
+from regbot.bot.github.markdown_safe import code_block, code_span, inline
 from regbot.errors import InputError
 from regbot.timefmt import format_time
 
@@ -421,7 +421,7 @@ def _bucket_series(
 
 def _fenced(text: str, info: str) -> str:
     """regbot's own text (the mermaid chart, built from numbers and :func:`_mermaid_text`) as a
-    fenced block, kept verbatim: :func:`~regbot.bot.markdown_safe.code_block` would break the
+    fenced block, kept verbatim: :func:`~regbot.bot.github.markdown_safe.code_block` would break the
     ``-->`` that mermaid's axis syntax needs."""
     if "`" in text:
         raise ValueError("regbot's own fenced text must not hold a backtick")

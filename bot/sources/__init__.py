@@ -1,0 +1,7 @@
+"""Where a run's series come from: profile files and stores (``profiles``), series files,
+Prometheus (``prometheus``), gathered for one release window (``gather``), and the check that
+each configured source covered its baseline (``baseline``)."""
+
+from regbot.bot.sources.gather import RunSeries, gather_series
+
+__all__ = ["RunSeries", "gather_series"]
