@@ -50,9 +50,9 @@ from regbot.detection.presets import (
     Windows,
     WorkloadSettings,
 )
+from regbot.detection.share_inflation import ShareInflationSettings
 from regbot.errors import InputError
 from regbot.timefmt import parse_duration
-from regbot.detection.share_inflation import ShareInflationSettings
 
 CONFIG_NAME = "regbot.yml"
 FailOn = Literal["high-confidence", "any", "never"]

@@ -8,7 +8,6 @@ from dataclasses import asdict, replace
 
 from regbot.bot.config import Config
 from regbot.detection.dedup import DedupSettings
-from regbot.detection.share_inflation import ShareInflationSettings
 from regbot.detection.model import (
     CostShiftSettings,
     DetectionSettings,
@@ -16,6 +15,7 @@ from regbot.detection.model import (
     PairwiseSettings,
     SomSettings,
 )
+from regbot.detection.share_inflation import ShareInflationSettings
 
 
 def detection_settings(config: Config, workload: str | None = None) -> DetectionSettings:

@@ -34,8 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from regbot.bot.github.comment import (
+from regbot.bot.config import GateSettings
+from regbot.bot.github.markdown_safe import code_span, inline
+from regbot.bot.report_view import (
     RegressionView,
     format_delta,
     format_number,
@@ -43,11 +46,10 @@ from regbot.bot.github.comment import (
     format_value,
     read_regression,
 )
-from regbot.bot.config import GateSettings
-from regbot.bot.github.api import GateState
-from regbot.bot.github.markdown_safe import code_span, inline
 
-__all__ = ["GateDecision", "decide_gate", "fails_policy", "MAX_LISTED"]
+GateState = Literal["success", "failure", "neutral"]  # a check run's conclusion, a status's state
+
+__all__ = ["GateDecision", "GateState", "decide_gate", "fails_policy", "MAX_LISTED"]
 
 MAX_LISTED = 50  # rows per section of the summary; a check run summary holds at most 65,535
 

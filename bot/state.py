@@ -24,8 +24,8 @@ from typing import Literal
 
 import numpy as np
 
-from regbot.detection.model import Group, GroupMember, StackShare
 from regbot.detection.dedup.same_regression import KnownRegression
+from regbot.detection.model import Group, GroupMember, StackShare
 from regbot.errors import InputError
 
 SCHEMA = """
@@ -373,5 +373,21 @@ def open_state(path: Path) -> StateStore:
     except (OSError, sqlite3.Error) as error:
         raise InputError(
             str(path), "a writable regbot state database (SQLite)", str(error)
+        ) from None
+    return StateStore(connection, path)
+
+
+def open_state_read_only(path: Path) -> StateStore:
+    """The state database at ``path`` opened read only (SQLite ``mode=ro``)."""
+    if not path.is_file():
+        raise InputError(
+            f"no state at {path}",
+            "the state of an earlier `regbot run` or `regbot detect` (run one first)",
+        )
+    try:
+        connection = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as error:
+        raise InputError(
+            str(path), "a readable regbot state database (SQLite)", str(error)
         ) from None
     return StateStore(connection, path)

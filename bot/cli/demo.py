@@ -21,10 +21,11 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.rule import Rule
 
+from regbot.bot.explanation.build import build_explanation
 from regbot.bot.github.comment import comment_marker, render_comment
-from regbot.bot.cli.explain import build_explanation, open_state_read_only
-from regbot.bot.views.explain import explain_renderables
 from regbot.bot.github.publish import stack_path_of
+from regbot.bot.state import open_state_read_only
+from regbot.bot.views.explain import explain_renderables
 from regbot.datasets.service import Scenario, build_scenario
 
 DEMO_KIND = "slower"

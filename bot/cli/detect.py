@@ -11,8 +11,8 @@ from rich.console import Console
 from regbot import __version__
 from regbot.atomic import write_json_atomic
 from regbot.bot.config import load_config
-from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.bot.dedup_context import build_dedup_context, open_profile_index
+from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.bot.state import open_state
 from regbot.bot.views.tables import detection_table, funnel_line
 from regbot.detection.dedup import deduplicate

@@ -60,14 +60,13 @@ from regbot.attribution.deploy_lines import DeployLines, read_deploy_lines
 from regbot.attribution.model import Attribution, Commit, ScoredCommit
 from regbot.attribution.rank import RankSettings
 from regbot.attribution.stack_paths import heaviest_paths
-from regbot.bot.sources.baseline import MissingBaseline, find_missing_baselines, missing_names
-from regbot.bot.github.comment import render_summary
-from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.bot.config import Config, load_config
 from regbot.bot.dedup_context import build_dedup_context
-from regbot.bot.cli.feedback import annotate_report, collect_feedback
+from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.bot.gate import GateDecision, decide_gate
 from regbot.bot.github.api import GitHubClient, GitHubError
+from regbot.bot.github.comment import render_summary
+from regbot.bot.github.feedback import annotate_report, collect_feedback
 from regbot.bot.github.markdown_safe import inline
 from regbot.bot.github.publish import (
     PublishingPlan,
@@ -77,6 +76,7 @@ from regbot.bot.github.publish import (
     publish_gate,
     publishing_plan,
 )
+from regbot.bot.sources.baseline import MissingBaseline, find_missing_baselines, missing_names
 from regbot.bot.sources.gather import RunSeries, gather_series
 from regbot.bot.state import StateStore, open_state
 from regbot.bot.views.tables import attribution_table, detection_table, funnel_line

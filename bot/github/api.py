@@ -45,11 +45,11 @@ from github.Reaction import Reaction
 from urllib3.exceptions import MaxRetryError
 from urllib3.util.retry import Retry
 
+from regbot.bot.gate import GateState
 from regbot.errors import InputError, RegbotError
 
 DEFAULT_API_URL = "https://api.github.com"
 API_URL_ENV = "GITHUB_API_URL"
-GateState = Literal["success", "failure", "neutral"]
 GateKind = Literal["check_run", "status"]
 STATUS_DESCRIPTION_MAX = 140  # GitHub rejects longer commit status descriptions (422).
 NEUTRAL_PREFIX = "neutral: "

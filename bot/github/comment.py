@@ -32,6 +32,22 @@ from datetime import UTC, datetime
 import numpy as np
 
 from regbot.bot.github.markdown_safe import code_block, code_span, inline
+from regbot.bot.report_view import (
+    RegressionView,
+    SuspectCommit,
+    format_delta,
+    format_number,
+    format_percent,
+    format_relative,
+    format_share,
+    format_value,
+    read_field,
+    read_finite,
+    read_list,
+    read_mapping,
+    read_pull_request,
+    read_regression,
+)
 from regbot.errors import InputError
 from regbot.timefmt import format_time
 
@@ -41,17 +57,10 @@ __all__ = [
     "MAX_EVIDENCE_LINES",
     "SHRINK_STEPS",
     "Layout",
-    "RegressionView",
-    "SuspectCommit",
     "comment_marker",
     "evidence_lines",
     "find_marker",
-    "format_delta",
-    "format_number",
-    "format_relative",
-    "format_value",
     "mermaid_chart",
-    "read_regression",
     "render_comment",
     "render_summary",
 ]
@@ -69,7 +78,6 @@ INLINE_STACK_FRAMES = 6  # longer stack paths are shortened inline and listed in
 
 _MARKER_ID = re.compile(r"[A-Za-z0-9_-]+")
 _MARKER = re.compile(r"<!-- regbot:v1 group=([A-Za-z0-9_-]+) pr=([1-9][0-9]*) -->")
-_SHA = re.compile(r"[0-9a-fA-F]{4,64}")
 _REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _MERMAID_TEXT = re.compile(r"[^A-Za-z0-9 ._:/()%+,-]+")
 
@@ -84,7 +92,7 @@ def comment_marker(group_id: str, pull_request: int) -> str:
     digits, ``_`` and ``-`` (anything else could end the HTML comment or forge a second marker)."""
     if not isinstance(group_id, str) or not _MARKER_ID.fullmatch(group_id):
         raise InputError("comment marker group", "letters, digits, '_' or '-'", group_id)
-    _pull_request_number(pull_request, "comment marker pr")
+    read_pull_request(pull_request, "comment marker pr")
     return f"<!-- regbot:v1 group={group_id} pr={pull_request} -->"
 
 
@@ -94,226 +102,50 @@ def find_marker(body: str) -> tuple[str, int] | None:
     return None if match is None else (match.group(1), int(match.group(2)))
 
 
-def _pull_request_number(value: object, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(where, "a positive pull request number", value)
-    return value
 
 
 # ---------------------------------------------------------------------------------------------
 # Reading a report entry
 
 
-@dataclass(frozen=True, slots=True)
-class SuspectCommit:
-    """One candidate of a regression (SPEC §4 ``candidates``), validated; ``rank`` is 1-based."""
-
-    rank: int
-    commit: str
-    pull_request: int | None
-    title: str
-    author: str
-    score: float
-    gcpu_attribution: float
-    text_similarity: float
-    correlation: float
 
 
-@dataclass(frozen=True, slots=True)
-class RegressionView:
-    """The fields of one SPEC §4 regression entry the comment shows, validated. ``unit`` is the
-    optional extra field ``unit`` (the report does not carry one yet: values are then shown
-    without a unit, and gCPU always as a percentage of CPU)."""
-
-    id: str
-    series: str
-    kind: str
-    unit: str | None
-    detector: str
-    change_time_s: float
-    before: float | None
-    after: float | None
-    delta: float | None
-    relative_delta: float | None
-    p_value: float | None
-    group: str
-    duplicates: tuple[str, ...]
-    verdicts: Mapping[str, Mapping[str, object]]
-    candidates: tuple[SuspectCommit, ...]
-    confidence: str
-
-    @property
-    def is_gcpu(self) -> bool:
-        return self.kind == "gcpu"
 
 
-def _field(entry: Mapping[str, object], key: str, where: str) -> object:
-    if key not in entry:
-        raise InputError(f"{where}.{key}", "a value (missing)")
-    return entry[key]
 
 
-def _text(entry: Mapping[str, object], key: str, where: str, *, optional: bool = False) -> str:
-    value = entry.get(key) if optional else _field(entry, key, where)
-    if value is None and optional:
-        return ""
-    if not isinstance(value, str):
-        raise InputError(f"{where}.{key}", "text", value)
-    return value
 
 
-def _finite(value: object, where: str, expected: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InputError(where, expected, value)
-    return float(value)
 
 
-def _number(entry: Mapping[str, object], key: str, where: str) -> float:
-    return _finite(_field(entry, key, where), f"{where}.{key}", "a finite number")
 
 
-def _nullable_number(entry: Mapping[str, object], key: str, where: str) -> float | None:
-    """A number the report writes as null when it is not finite (SPEC §4: ``before`` etc.)."""
-    value = entry.get(key)
-    return None if value is None else _finite(value, f"{where}.{key}", "a finite number or null")
 
 
-def _mapping(value: object, where: str) -> Mapping[str, object]:
-    if not isinstance(value, Mapping):
-        raise InputError(where, "an object", type(value).__name__)
-    return value
 
 
-def _list(value: object, where: str) -> Sequence[object]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise InputError(where, "a list", type(value).__name__)
-    return value
 
 
-def _suspect(entry: object, rank: int, where: str) -> SuspectCommit:
-    entry = _mapping(entry, where)
-    commit = _text(entry, "commit", where)
-    if not _SHA.fullmatch(commit):
-        raise InputError(f"{where}.commit", "a hexadecimal commit sha", commit)
-    pr = entry.get("pull_request")
-    if pr is not None:
-        pr = _pull_request_number(pr, f"{where}.pull_request")
-    parts = _mapping(_field(entry, "parts", where), f"{where}.parts")
-    return SuspectCommit(
-        rank=rank,
-        commit=commit.lower(),
-        pull_request=pr,
-        title=_text(entry, "title", where),
-        author=_text(entry, "author", where, optional=True),
-        score=_number(entry, "score", where),
-        gcpu_attribution=_number(parts, "gcpu_attribution", f"{where}.parts"),
-        text_similarity=_number(parts, "text_similarity", f"{where}.parts"),
-        correlation=_number(parts, "correlation", f"{where}.parts"),
-    )
 
 
-def read_regression(entry: Mapping[str, object], where: str = "regression") -> RegressionView:
-    """A SPEC §4 regression entry as a :class:`RegressionView`; InputError names the bad field."""
-    entry = _mapping(entry, where)
-    rid = _text(entry, "id", where)
-    verdicts_raw = _mapping(entry.get("verdicts", {}), f"{where}.verdicts")
-    verdicts = {
-        str(stage): _mapping(v, f"{where}.verdicts.{stage}") for stage, v in verdicts_raw.items()
-    }
-    duplicates: list[str] = []
-    for i, d in enumerate(_list(entry.get("duplicates", []), f"{where}.duplicates")):
-        if not isinstance(d, str):
-            raise InputError(f"{where}.duplicates[{i}]", "a regression id", d)
-        duplicates.append(d)
-    candidates = _list(entry.get("candidates", []), f"{where}.candidates")
-    confidence = _text(entry, "confidence", where)
-    if confidence not in ("high", "low", "none"):
-        raise InputError(f"{where}.confidence", "one of high, low, none", confidence)
-    unit = _text(entry, "unit", where, optional=True) or None
-    return RegressionView(
-        id=rid,
-        series=_text(entry, "series", where),
-        kind=_text(entry, "kind", where),
-        unit=unit,
-        detector=_text(entry, "detector", where),
-        change_time_s=_number(entry, "change_time", where),
-        before=_nullable_number(entry, "before", where),
-        after=_nullable_number(entry, "after", where),
-        delta=_nullable_number(entry, "delta", where),
-        relative_delta=_nullable_number(entry, "relative_delta", where),
-        p_value=_nullable_number(entry, "p_value", where),
-        group=_text(entry, "group", where, optional=True) or rid,
-        duplicates=tuple(duplicates),
-        verdicts=verdicts,
-        candidates=tuple(
-            _suspect(c, i + 1, f"{where}.candidates[{i}]") for i, c in enumerate(candidates)
-        ),
-        confidence=confidence,
-    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Numbers
 
 
-def format_number(value: float | None, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant digits, never rounding away integer digits (``1,000``
-    with thousands separators from ``10**digits`` up), in exponent form below ``1e-4``;
-    ``n/a`` for None or a non-finite value."""
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    if value == 0:
-        return "0"
-    magnitude = abs(value)
-    if magnitude >= 10**digits:
-        return f"{value:,.0f}"
-    if magnitude < 1e-4:
-        return f"{value:.{digits - 1}e}"
-    shown = f"{value:.{digits}g}"
-    return f"{value:,.0f}" if "e" in shown else shown  # 999.6 rounds up to 1e+03
 
 
-def _signed(text: str, value: float) -> str:
-    return text if text.startswith("-") or text == "n/a" else f"+{text}"
 
 
-def format_value(view: RegressionView, value: float | None) -> str:
-    """A level of the series: gCPU (a share of CPU) as a percentage, ``0.0123`` -> ``1.23%``;
-    other kinds as a number with the entry's unit when it has one."""
-    if view.is_gcpu:
-        return "n/a" if value is None else f"{format_number(value * 100)}%"
-    shown = format_number(value)
-    return f"{shown} {inline(view.unit, 20)}" if view.unit and value is not None else shown
 
 
-def format_delta(view: RegressionView, value: float | None) -> str:
-    """A signed change: gCPU in percentage points (``+0.19 pp``), others in the series' unit."""
-    if value is None:
-        return "n/a"
-    if view.is_gcpu:
-        return f"{_signed(format_number(value * 100), value)} pp"
-    shown = _signed(format_number(value), value)
-    return f"{shown} {inline(view.unit, 20)}" if view.unit else shown
 
 
-def _percent(value: float) -> str:
-    """``value`` (a share) as a percentage, sign only when negative: one decimal, or two
-    significant digits below 0.1% so a small share does not read as zero."""
-    percent = value * 100
-    return f"{percent:.1f}%" if abs(percent) >= 0.1 or percent == 0 else f"{percent:.2g}%"
 
 
-def format_relative(value: float | None) -> str:
-    """A signed relative change as a percentage: one decimal (``+12.3%``), or two significant
-    digits below 0.1% so a small change does not read as zero; "new" where there is none (the
-    level before was zero or near it: ``detection.ratios``)."""
-    if value is None or not math.isfinite(value):
-        return "new"
-    return _signed(_percent(value), value)
 
 
-def _share(value: float) -> str:
-    return f"{value * 100:.0f}%"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -456,8 +288,8 @@ def mermaid_chart(
     """
     if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 3:
         raise InputError("chart points", "a whole number of at least 3", max_points)
-    change_time_s = _finite(change_time_s, "change_time_s", "a finite time")
-    checked = [_point(p, i) for i, p in enumerate(_list(points, "series_points"))]
+    change_time_s = read_finite(change_time_s, "change_time_s", "a finite time")
+    checked = [_point(p, i) for i, p in enumerate(read_list(points, "series_points"))]
     buckets = _bucket_series(checked, change_time_s, max_points)
     if buckets is None:
         return None
@@ -518,7 +350,7 @@ def _went_away(verdict: Mapping[str, object], view: RegressionView) -> str:
     if share is not None and verdict.get("new_pattern") is True:
         of = f" of the {n_post:,.0f}" if n_post is not None else ""
         facts.append(
-            f"{_share(share)}{of} points after the change sit at levels not seen before it"
+            f"{format_share(share)}{of} points after the change sit at levels not seen before it"
         )
     last = _num(verdict, "gone_away_points")
     if verdict.get("regression_gone_away") is False and last is not None:
@@ -552,7 +384,7 @@ def _threshold(verdict: Mapping[str, object], view: RegressionView) -> str:
     if measured is None or threshold is None:
         return f"**Big enough** (threshold): {_reason(verdict)}."
     if verdict.get("mode") == "relative":
-        text = f"relative change {_percent(measured)} ≥ the {_percent(threshold)} threshold"
+        text = f"relative change {format_percent(measured)} ≥ the {format_percent(threshold)} threshold"
     else:
         shown = format_delta(view, measured).lstrip("+")
         limit = format_delta(view, threshold).lstrip("+")
@@ -714,8 +546,8 @@ def _candidate_rows(data: _CommentInput, title_chars: int) -> list[str]:
             title += f" — {inline(s.author, 40)}"
         rows.append(
             f"| {rank} | {_commit_cell(s, data.repository)} | {_pr_cell(s, data.repository)} | "
-            f"{title} | {s.score:.2f} | {_share(s.gcpu_attribution)} | "
-            f"{_share(s.text_similarity)} | {_share(s.correlation)} |"
+            f"{title} | {s.score:.2f} | {format_share(s.gcpu_attribution)} | "
+            f"{format_share(s.text_similarity)} | {format_share(s.correlation)} |"
         )
     hidden = len(suspects) - len(shown)
     if hidden > 0:
@@ -845,7 +677,7 @@ def render_comment(
     """
     if not isinstance(marker, str) or _MARKER.fullmatch(marker) is None:
         raise InputError("marker", "a line made by comment_marker()", marker)
-    _pull_request_number(pull_request, "pull_request")
+    read_pull_request(pull_request, "pull_request")
     if repository is not None and (
         not isinstance(repository, str) or not _REPOSITORY.fullmatch(repository)
     ):
@@ -855,11 +687,11 @@ def render_comment(
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise InputError("max_chars", "a positive whole number", max_chars)
     frames: list[str] = []
-    for i, frame in enumerate(_list(stack_path, "stack_path")):
+    for i, frame in enumerate(read_list(stack_path, "stack_path")):
         if not isinstance(frame, str):
             raise InputError(f"stack_path[{i}]", "a frame name", frame)
         frames.append(frame)
-    points = _list(series_points, "series_points")
+    points = read_list(series_points, "series_points")
     data = _CommentInput(
         view=read_regression(regression),
         pull_request=pull_request,
@@ -895,7 +727,7 @@ def _point(point: object, i: int) -> tuple[float, float]:
 
 
 def _funnel(report: Mapping[str, object]) -> list[str]:
-    funnel = _mapping(_field(report, "funnel", "report"), "report.funnel")
+    funnel = read_mapping(read_field(report, "funnel", "report"), "report.funnel")
     rows = ["| Stage | Count |", "|---|---:|"]
     for stage, count in funnel.items():
         if isinstance(count, bool) or not isinstance(count, int):
@@ -941,13 +773,13 @@ def render_summary(report: Mapping[str, object], *, missing: Sequence[str] = ())
     with missing baselines (when any), the funnel as a table, and the regressions with their
     confidence and top suspect (at most :data:`MAX_SUMMARY_ROWS` rows, with a count of the
     rest). Same escaping rules as the comment."""
-    report = _mapping(report, "report")
-    entries = _list(_field(report, "regressions", "report"), "report.regressions")
+    report = read_mapping(report, "report")
+    entries = read_list(read_field(report, "regressions", "report"), "report.regressions")
     views = [
-        read_regression(_mapping(e, f"report.regressions[{i}]"), f"report.regressions[{i}]")
+        read_regression(read_mapping(e, f"report.regressions[{i}]"), f"report.regressions[{i}]")
         for i, e in enumerate(entries)
     ]
-    missing = _list(missing, "missing")
+    missing = read_list(missing, "missing")
     out = ["## regbot", ""]
     window = report.get("window")
     analysis = window.get("analysis") if isinstance(window, Mapping) else None

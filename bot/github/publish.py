@@ -39,7 +39,6 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from regbot.attribution.stack_paths import path_to
-from regbot.bot.github.comment import comment_marker, render_comment
 from regbot.bot.config import CommentPolicy, Config
 from regbot.bot.gate import GateDecision
 from regbot.bot.github.api import (
@@ -50,6 +49,7 @@ from regbot.bot.github.api import (
     PullRequestInfo,
     RequestPolicy,
 )
+from regbot.bot.github.comment import comment_marker, render_comment
 from regbot.bot.state import StateStore, StoredComment
 from regbot.detection.model import subroutine_of_series
 from regbot.errors import InputError

@@ -28,16 +28,18 @@ from regbot.bot.github.comment import (
     SHRINK_STEPS,
     comment_marker,
     find_marker,
-    format_delta,
-    format_number,
-    format_relative,
-    format_value,
     mermaid_chart,
-    read_regression,
     render_comment,
     render_summary,
 )
 from regbot.bot.github.markdown_safe import ZWSP, code_block, code_span, inline
+from regbot.bot.report_view import (
+    format_delta,
+    format_number,
+    format_relative,
+    format_value,
+    read_regression,
+)
 from regbot.errors import InputError
 
 CHANGE = 1_763_867_000.0

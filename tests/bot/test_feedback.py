@@ -12,14 +12,14 @@ from fake_github import FakeGitHub
 from rich.console import Console
 
 from regbot.bot.cli import main
+from regbot.bot.github.api import CommentInfo, GitHubClient, RequestPolicy
 from regbot.bot.github.comment import comment_marker
-from regbot.bot.cli.feedback import (
+from regbot.bot.github.feedback import (
     annotate_report,
     collect_feedback,
     feedback_from_listing,
     parse_false_positive,
 )
-from regbot.bot.github.api import CommentInfo, GitHubClient, RequestPolicy
 from regbot.bot.state import FeedbackEntry, StoredComment, open_state
 
 REPO = "octo/service"

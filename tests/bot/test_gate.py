@@ -8,6 +8,9 @@ import itertools
 import numpy as np
 import pytest
 
+from regbot.bot.config import GateSettings
+from regbot.bot.gate import MAX_LISTED, decide_gate
+from regbot.bot.github.markdown_safe import ZWSP
 from regbot.bot.sources.baseline import (
     MIN_BASELINE_POINTS,
     MissingBaseline,
@@ -15,9 +18,6 @@ from regbot.bot.sources.baseline import (
     missing_names,
     points_in_history,
 )
-from regbot.bot.config import GateSettings
-from regbot.bot.gate import MAX_LISTED, decide_gate
-from regbot.bot.github.markdown_safe import ZWSP
 from regbot.detection.model import WindowBounds
 from regbot.profiles.model import Series
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from regbot.bot.github.comment import format_relative
+from regbot.bot.report_view import format_relative
 from regbot.detection.model import Candidate, WindowBounds
 from regbot.detection.ratios import relative_change
 from regbot.detection.report import regression_entry

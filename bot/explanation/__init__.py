@@ -1,0 +1,1 @@
+"""Explaining one regression: what `regbot explain` and the demo show, built from the state."""
