@@ -1,34 +1,11 @@
 """Cosmetic edits: a touched Python function whose behaviour did not change.
 
-A commit that only rewrote a function's docstring, its comments or its layout, or renamed its
-local variables consistently, touches the function's lines but cannot have made it slower. If
-it counted as a modification it would tie with the real change on gCPU attribution (every
-sample of the regressed function lies under both) and could win on text similarity, since a
-tidy-up's title often names the function. So a touched function whose *behaviour fingerprint*
-is the same at both sides of the diff is a ``cosmetic`` touch, not a modification.
+A function whose *behaviour fingerprint* (``ast.dump`` after removing docstrings, emptying
+nested functions and renaming locals by first use) is the same at both sides of the diff is a
+``cosmetic`` touch, not a modification. Complexity: one deep copy and two walks of the
+function's subtree per touched function.
 
-The fingerprint is ``ast.dump`` (no line or column attributes, so layout and comments, which
-the parser drops, never show) of the function after:
-
-* **docstrings removed**: the first statement of the function and of every class or function
-  nested in it, when it is a string constant (a body left empty gets ``pass``);
-* **nested functions emptied**: a nested ``def``'s body is replaced by ``pass`` (its name,
-  arguments, decorators and annotations stay). Changes inside it are the nested function's own
-  (``python_subroutines`` reports it as modified by its own qualname), so they do not make the
-  enclosing function non-cosmetic a second time;
-* **local names renamed by first use**: names bound in the function's own scope (assignment
-  and augmented-assignment targets, ``for``/``with``/``except`` targets, walrus targets,
-  ``import`` aliases, ``del`` targets, the names of nested functions and classes) that are not
-  declared ``global`` or ``nonlocal`` and are not parameters become ``_local0``, ``_local1``…
-  in the order they first appear in the function. A consistent rename gives the same
-  sequence; renaming a local to the name of another, or reordering statements, does not.
-
-Parameters keep their names: a caller may pass them by keyword, so renaming one changes the
-function's interface. Names inside comprehensions, lambdas and nested functions or classes are
-renamed only where they refer to the function's own locals (closures). Annotations, default
-values and decorators count as behaviour (they are evaluated).
-
-Complexity: one deep copy and two walks of the function's subtree per touched function.
+Design: docs/design/attribution_cosmetic.md
 """
 
 from __future__ import annotations
@@ -96,7 +73,7 @@ def function_nodes(source: str | bytes) -> dict[str, tuple[ast.AST, ...]] | None
 
 def is_cosmetic(qualname: str, old_source: str | bytes, new_source: str | bytes) -> bool:
     """Whether function ``qualname`` exists on both sides with the same behaviour fingerprints
-    (module docstring): every definition of that name, in order; False when either side does
+    (design file): every definition of that name, in order; False when either side does
     not parse or lacks it."""
     old, new = function_nodes(old_source), function_nodes(new_source)
     if old is None or new is None or qualname not in old or qualname not in new:

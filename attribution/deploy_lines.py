@@ -1,30 +1,9 @@
 """What a deploy did to each line of a Python file: which of its commits last changed the line's
-behaviour, where each line of the previous deploy's source went, and which loops enclose it.
+behaviour (``git blame``, cosmetic commits ignored), where each line of the previous deploy's
+source went (``difflib``), and which loops enclose it (``ast``). Used by
+``attribution.line_credit`` to split a stack's rise between two commits of one function.
 
-Line-level evidence splits a stack's rise between two commits that modified the same function
-(``attribution.line_credit``): profilers such as py-spy report the line each frame is executing,
-so a function's samples can be followed line by line across the deploy. Three facts per file:
-
-* ``owner``: deploy line → the sha of the commit of ``previous..deploy`` that last changed it,
-  from ``git blame --porcelain previous..deploy``. Commits whose every touch of the file is
-  cosmetic (``ModifiedSubroutine.change == "cosmetic"``: docstrings, comments, layout, renames of
-  locals) are passed to ``--ignore-rev``, so a line's owner is the last commit that changed what
-  it does. Lines older than ``previous`` have no owner. The repository's own
-  ``blame.ignoreRevsFile`` (formatting commits) is honoured; a blame git refuses leaves the
-  file without owners, so its ties stand.
-* ``from_previous``: previous line → deploy line, from ``difflib`` over the two versions of the
-  file (unchanged lines by their offset; in a replaced block, lines paired in order while each
-  pair is at least half alike, so an edited loop header keeps its samples across the deploy).
-* ``header`` / ``loops``: from ``ast`` at the deploy: every line of a ``for``/``while`` header
-  maps to the header's first line (the line a profiler shows while the loop steps), and every
-  line to the header lines of the loops around it, innermost first (a line of a loop's header is
-  enclosed by the loops around that loop, not by the loop itself). A file that does not parse has
-  no loops.
-
-Before-window samples carry the previous deploy's line numbers only after that deploy started, so
-the evidence holds ``since_s``, the previous deploy's time (the state's deploy log); samples older
-than that are not followed line by line. Only Python files are read: other languages' profiles
-rarely carry lines, and their functions come from hunk headers, not a parse.
+Design: docs/design/attribution_deploy_lines.md
 """
 
 from __future__ import annotations
@@ -43,7 +22,7 @@ _PAIR_FLOOR = 0.5  # a replaced line keeps its samples when at least this alike 
 
 @dataclass(frozen=True, slots=True)
 class FileLines:
-    """One file's line facts at the deploy (module docstring). Lines are 1-based."""
+    """One file's line facts at the deploy (design file). Lines are 1-based."""
 
     owner: Mapping[int, str] = field(default_factory=dict)
     from_previous: Mapping[int, int] = field(default_factory=dict)
@@ -61,7 +40,7 @@ class DeployLines:
 
 
 def loop_structure(source: str) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
-    """``header`` and ``loops`` of a Python source (module docstring); empty when it does not
+    """``header`` and ``loops`` of a Python source (design file); empty when it does not
     parse."""
     try:
         tree = ast.parse(source)
@@ -89,7 +68,7 @@ def loop_structure(source: str) -> tuple[dict[int, int], dict[int, tuple[int, ..
 
 
 def line_map(old: Sequence[str], new: Sequence[str]) -> dict[int, int]:
-    """Old line → new line (1-based) across one file's edit (module docstring)."""
+    """Old line → new line (1-based) across one file's edit (design file)."""
     mapped: dict[int, int] = {}
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():

@@ -1,63 +1,13 @@
 """Subroutine gCPU attribution (FBDetect §5.6): the fraction of a regression in subroutine B's
-gCPU that the samples touched by one change carry.
+gCPU that the samples touched by one change carry, ℒ/ℛ (FBDetect's Table 2: ℛ = 0.05,
+ℒ = 0.04, 80%).
 
-With ℛ = gCPU_after(B) − gCPU_before(B), and ℒ the same difference over only the samples whose
-stack contains B and a subroutine the change modified, the part is ℒ/ℛ. FBDetect's Table 2 gives
-ℛ = 0.05, ℒ = 0.04, 80%.
+Scopes ``"stack"`` (the paper's), ``"downstream"`` and ``"informative"`` (regbot's default)
+choose which modified frames count; a stack's samples go to the change whose counted frame is
+deepest on it (ties split by lines when the profile has them); every rise is measured against
+the deploy's share inflation; the part is clipped to [0, 1] and None when ℛ ≤ 0.
 
-Which modified frames count (``scope``):
-
-* ``"stack"``: a modified subroutine anywhere on a stack with B, exactly as in Table 2, where a
-  change to B's caller A is credited with the A → B → C samples;
-* ``"downstream"``: only B itself or what B transitively calls, i.e. a modified frame at or below
-  B's outermost occurrence — unless the same function also sits above B on that stack
-  (recursion, ``a → b → a``: there ``a`` is B's caller, and counts as one). On Table 2 this
-  gives ℒ = 0.03 (the A → B → C row no longer counts), 60%;
-* ``"informative"`` (regbot's default): downstream frames, plus callers of B that are absent from
-  at least one of B's stacks carrying samples in the two windows. A caller present on every one
-  of B's stacks (``main``, the request handler) credits its change with all of ℛ whatever the
-  change did, and a deploy lands all its commits at once, so such a commit would tie with the
-  one that made B slower; a caller that separates B's samples (Table 2's A, on one of B's
-  call paths) still says which of them rose. Table 2 keeps its 80%.
-
-A deploy holds many changes, and FBDetect scores each alone. When two of them modified frames on
-the same stack (a tidy-up in the request handler B and a slower helper that B calls), both would
-be credited with that stack's rise, and an edit to B itself would always explain 100% of B's
-regression. regbot gives a stack's samples to the change whose counted frame is deepest on it,
-nearest to the code the sampled thread was running; changes tied on the same frame share it.
-With a single change this is exactly FBDetect's ℒ. When the profile carries lines and the
-deploy's line facts are at hand (``lines``), a tie on one frame is split by which commit's lines
-the rise stands on (``attribution.line_credit``): a larger loop bound owns the loop's extra
-runs, a reworded statement in the loop owns only what that statement itself costs more.
-
-A rise must be owned, not inherited: when a speed-up elsewhere in the deploy inflated every share
-by a common ratio r (``regbot.detection.share_inflation``), a stack whose cost did not move still
-rises by (r − 1) of its level, and an edited frame on it would take that rise for nothing. Every
-rise is measured against the inflated level, ``after − r·before`` (ℛ and each ℒ alike; r = 1
-without inflation), so a change is credited only with what its own stacks gained beyond the
-deploy's inflation.
-
-The part is clipped to [0, 1]: ℒ can exceed ℛ when B's other samples fell, and a change whose
-samples fell has no claim. When ℛ ≤ 0 (B's share did not rise in the store, e.g. the regression
-came from another source's series) the part is not defined and None is returned.
-
-Series that are not gCPU series (latency, throughput...) have no B. For them the part is the
-change's share of the service-wide CPU rise among the deploy's changes: each change's
-ℒ = rise in the share of the samples it owns (stacks where its modified frame is the deepest of
-any change's), clipped at 0, divided by the largest such rise over the changes (None when no
-change's samples rose).
-
-Under ``"informative"``, when no change touched B, what it calls or a separating caller, the
-callers on every one of B's stacks are all the evidence left: the part is then computed as
-under ``"stack"`` (the deepest such caller owns the stacks), so a change that makes B's only
-caller call it more often is still found.
-
-Under ``"informative"`` a caller credited for B's rise (a separating one, or one on every stack
-in that last resort) must carry the rise: its own inclusive share (every stack holding an
-edited caller of B) must have risen by at least half of what B's extra work adds to it
-(``_caller_carries``). Calling B more adds B's cost to the caller's; a caller whose inclusive
-share fell (a speed-up of its own code beside which B's share rose) moved cost within itself
-and takes nothing.
+Design: docs/design/attribution_gcpu_attribution.md
 """
 
 from __future__ import annotations
@@ -73,7 +23,6 @@ from regbot.profiles.sample_index import SampleIndex
 
 Scope = Literal["informative", "downstream", "stack"]
 _NOTHING = 1e-12  # a share difference below this is rounding, not a rise
-SCOPES: tuple[Scope, ...] = ("informative", "downstream", "stack")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +61,9 @@ def attributed_shares(
 ) -> list[AttributedShare]:
     """ℒ/ℛ of each of a deploy's changes for a regression in ``subroutine`` (each change given
     by the profile subroutines it modified). A stack on which several changes modified counted
-    frames goes to the change(s) whose frame is deepest (see the module docstring).
+    frames goes to the change(s) whose frame is deepest (see the design file).
     ``share_ratio``: the deploy's common ratio of unmoved shares (share inflation), taken out of
-    every rise (see the module docstring). ``lines``: the deploy's line facts, which split ties
+    every rise (see the design file). ``lines``: the deploy's line facts, which split ties
     on one frame (None: tied changes each keep the tied stacks' rise)."""
     with_b = index.stacks_with(subroutine)
     regression = _rise(index, with_b, split, share_ratio)

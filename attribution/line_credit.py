@@ -1,33 +1,11 @@
 """Splitting a tie by lines: when two commits of a deploy modified the same function F and F is
 the deepest modified frame on a regressed stack, which of them made F's lines cost more.
 
-gCPU attribution gives a stack's rise to the change whose modified frame is deepest on it; two
-changes that both edited F tie there, and each alone would explain the whole rise. A profiler
-that reports the executing line (py-spy does) says more: each sample of F's frame stands on one
-line. A line's samples are (times it runs) × (cost per run). Two kinds of edit raise them:
+Each line's rise is split along its chain of loop headers in proportion to each level's growth
+in log ratio, and every level's part goes to the commit that last changed that line; the tie
+stands (None) when the tied commits' lines own less than half of the rise.
 
-* an edit of the line itself (more work per run: a costlier call, a new statement);
-* an edit of a loop header around it (more runs: a larger range, a looser condition), which
-  raises every line of the loop's body and the header itself by the same ratio.
-
-For every line ℓ of F whose samples rose (``after − r·before``, r the deploy's share inflation,
-before-window lines mapped to the deploy's lines: ``attribution.deploy_lines``), the rise is
-split along ℓ's chain of levels, ℓ then its loop headers innermost first, in proportion to each
-level's own growth in log ratio: log(ρ_ℓ/ρ_H1) for the line, log(ρ_H1/ρ_H2) for the innermost
-header, ..., log(ρ_Hn/ρ_out) for the outermost, where ρ is a level's after/before ratio of F's
-self samples on that line and ρ_out that of F's self samples outside any loop (1 when there are
-none): the part of ℓ's growth its enclosing loop's growth does not explain is ℓ's own. Negative
-parts count as 0. A header without samples of its own cannot be measured; it shares the level
-inside it (both are credited alike). A line with no samples before (new code) is entirely its
-editor's. Each level's part goes to the commit that last changed that line's behaviour in the
-deploy (blame, cosmetic commits passed through); a level nobody in the tie edited keeps its
-part to no one.
-
-The tied commits get weights in proportion to what their levels own (summing to 1), applied to
-the tied stacks' rise. When their levels own less than half of the lines' total rise, the rise
-is not in lines either of them wrote (it came from the function's callers, or F's lines carry no
-line numbers) and the tie stands: None is returned. Two edits of the same line go to the later
-one (blame keeps one commit per line).
+Design: docs/design/attribution_line_credit.md
 """
 
 from __future__ import annotations
@@ -75,7 +53,7 @@ def tie_weights(
 ) -> list[float] | None:
     """Weights of the ``tied`` changes (indices into ``evidence.shas``) for the rise of
     ``stacks`` (a mask), on each of which the tied frame of ``subroutine`` stands at
-    ``positions[stack]``; None when lines do not decide (module docstring). ``window`` is the
+    ``positions[stack]``; None when lines do not decide (design file). ``window`` is the
     before window's start, the change time and the after window's end."""
     path = evidence.paths.get(subroutine)
     lines = evidence.deploy.files.get(path) if path is not None else None
@@ -156,7 +134,7 @@ def _owned_by_line(
     lines: FileLines,
     ratio: float,
 ) -> dict[str, float]:
-    """Sha → the part of the lines' rise its edited levels own (module docstring)."""
+    """Sha → the part of the lines' rise its edited levels own (design file)."""
     headers = set(lines.header.values())
     outside = [v for line, v in own_lines.items() if line not in lines.loops and line not in headers]
     b_out = sum(b for b, _ in outside)

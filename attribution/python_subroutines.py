@@ -1,37 +1,12 @@
 """Modified Python functions, exactly, from the old and new source and the changed lines
 (FBDetect §5.6: the subroutines a commit modifies are its root-cause candidates' keys).
 
-Each side's source is parsed with ``ast`` into an :class:`Outline`: every function and method
-(sync and async, nested functions, methods of nested classes, functions inside ``if``/``try``
-blocks) with its qualname (``Outer.method``, ``func.inner``, ``func.Local.method`` — no
-``<locals>``) and its line span *including its decorators*.
+Each side is parsed with ``ast`` into an ``Outline`` (every function with its qualname and line
+span, decorators included); a changed line belongs to the innermost function whose span holds
+it; import-time code is the module's own ``<module>`` subroutine. A side that does not parse
+falls back to ``hunk_subroutines`` (``exact=False``). One parse and one walk per side.
 
-A changed line belongs to the innermost function whose span holds it ("innermost wins"): a
-change inside ``outer.inner`` reports ``outer.inner``, and ``outer`` too only when another
-changed line lies in outer's own body outside every nested function. Lines of a class body
-outside its methods belong to the enclosing *function* if there is one (a class defined inside
-a function runs when the function does); module-level and class-level code outside any function
-produces no subroutine (it runs at import, not in a profiled call), including a class's own
-decorators and base classes. Import-time work is the module's own subroutine, ``<module>`` (the
-name py-spy gives its frame): it is ``modified`` when what the module runs at import differs
-between the sides (``cosmetic.module_code``: the module without its function definitions,
-docstrings, comments and layout), so a commit that compiles more regexes at module level is
-found, while blank lines around a new function or an edited comment name nothing.
-
-A function touched on either side is ``modified`` when its qualname exists on both sides,
-``cosmetic`` when it does but the edit left its behaviour alone (docstring, comments, layout,
-consistent renames of locals: ``cosmetic``), ``added`` when only in the new source and
-``deleted`` when only in the old one; so a method
-moved from class ``A`` to class ``B`` shows as ``A.m`` deleted and ``B.m`` added. A function
-renamed without a change of its code (same enclosing qualname, same behaviour fingerprint but
-for its own name: ``cosmetic.renamed_from``) is a ``cosmetic`` touch under its new name, and
-its old name is not listed; renamed with a change, it is the old name deleted and the new one
-added.
-
-A side that does not parse (a syntax error, Python 2 code, a null byte) is read with the
-hunk-header approach of ``hunk_subroutines`` for that side's changed lines instead; all results
-of such a file are ``exact=False``, and touched functions of a side that did parse are
-``modified`` (their existence on the unparsable side is unknown).
+Design: docs/design/attribution_python_subroutines.md
 """
 
 from __future__ import annotations
@@ -49,8 +24,9 @@ from regbot.attribution.cosmetic import (
     renamed_from,
     unchanged_anonymous,
 )
-from regbot.attribution.hunk_subroutines import NEW, OLD, FileDiff, LineRange, hunk_subroutines
+from regbot.attribution.hunk_subroutines import NEW, OLD, hunk_subroutines
 from regbot.attribution.model import ChangeKind, ModifiedSubroutine
+from regbot.attribution.unified_diff import FileDiff, LineRange
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
 MODULE = "<module>"  # the qualname of a module's import-time code (py-spy's frame name)
@@ -185,7 +161,7 @@ def python_subroutines(
     old_path: str | None = None,
     file_diff: FileDiff | None = None,
 ) -> list[ModifiedSubroutine]:
-    """The functions a change to one Python file touches (see the module docstring).
+    """The functions a change to one Python file touches (see the design file).
 
     ``old_source``/``new_source`` are None when the file does not exist on that side (added,
     deleted). ``old_ranges``/``new_ranges`` are the removed and added line ranges;

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from regbot.attribution.frame_match import normalize_frame
+from regbot.attribution.frame_names import normalize_frame
 from regbot.attribution.model import Commit
 
 # English function words, code noise (keywords, builtin type names, file extensions, URL parts)

@@ -77,7 +77,8 @@ def run_gcpu(args: argparse.Namespace, out: Console, err: Console) -> int:
     matrix = build_gcpu(index, floor=floor, self_share=args.self_share)
     out.print(gcpu_table(matrix, args.top))
     if args.output is not None:
-        from regbot.profiles.series_files import write_series_csv, write_series_jsonl
+        from regbot.profiles.series_csv import write_series_csv
+        from regbot.profiles.series_jsonl import write_series_jsonl
 
         writer = write_series_csv if args.output.suffix == ".csv" else write_series_jsonl
         writer(matrix.series(), args.output)

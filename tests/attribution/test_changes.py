@@ -7,14 +7,10 @@ from pathlib import Path
 import pytest
 from git_repo import GitRepo
 
-from regbot.attribution.changes import (
-    KEYWORDS,
-    MAX_IDENTIFIERS,
-    identifiers_of,
-    pull_request_of,
-    read_change_set,
-)
+from regbot.attribution.changes import read_change_set
+from regbot.attribution.commit_analysis import KEYWORDS, MAX_IDENTIFIERS, identifiers_of
 from regbot.attribution.model import Commit
+from regbot.attribution.pull_requests import pull_request_of
 from regbot.errors import InputError
 
 START = 1_700_000_000

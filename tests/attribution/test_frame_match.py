@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from rapidfuzz import fuzz
 
-from regbot.attribution.frame_match import (
+from regbot.attribution.frame_match import match_subroutines
+from regbot.attribution.frame_names import (
     language_of,
-    match_subroutines,
     normalize_frame,
     path_components,
     paths_agree,

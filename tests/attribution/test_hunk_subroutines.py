@@ -7,17 +7,10 @@ from pathlib import Path
 import pytest
 from git_repo import GitRepo
 
-from regbot.attribution.hunk_subroutines import (
-    attributes_text,
-    changed_ranges,
-    diff_driver_for,
-    function_defined_by,
-    function_from_header,
-    git_diff_config,
-    hunk_subroutines,
-    merge_lines,
-    parse_diff,
-)
+from regbot.attribution.diff_drivers import attributes_text, diff_driver_for, git_diff_config
+from regbot.attribution.function_lines import function_defined_by, function_from_header
+from regbot.attribution.hunk_subroutines import hunk_subroutines
+from regbot.attribution.unified_diff import changed_ranges, merge_lines, parse_diff
 
 
 class Workdir(GitRepo):

@@ -6,16 +6,13 @@ import ast
 from pathlib import Path
 
 from git_repo import GitRepo
-from line_ranges import ranges_between
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from line_ranges import ranges_between
 
-from regbot.attribution.hunk_subroutines import (
-    attributes_text,
-    git_diff_config,
-    parse_diff,
-)
+from regbot.attribution.diff_drivers import attributes_text, git_diff_config
 from regbot.attribution.python_subroutines import module_name, outline, python_subroutines
+from regbot.attribution.unified_diff import parse_diff
 
 
 def changes(old: str | None, new: str | None, path: str = "src/app/views.py", **kw):

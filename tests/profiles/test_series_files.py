@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 
 from regbot.errors import InputError
 from regbot.profiles.model import Series
+from regbot.profiles.series_csv import write_series_csv
 from regbot.profiles.series_files import (
     default_kind,
     normalise_points,
     read_series_file,
     read_series_files,
-    write_series_csv,
-    write_series_jsonl,
 )
+from regbot.profiles.series_jsonl import write_series_jsonl
 from regbot.timefmt import parse_time
 
 T0 = 1_732_262_400.0  # 2024-11-22T08:00:00Z

@@ -85,7 +85,7 @@ from regbot.detection.presets import DAY_S
 from regbot.datasets.fleet import minimum_detectable_effect
 from regbot.errors import InputError
 from regbot.profiles.model import Series
-from regbot.profiles.series_files import write_series_csv
+from regbot.profiles.series_csv import write_series_csv
 
 __all__ = ["FleetSpec", "FleetTruth", "PlantedEvent", "simulate_realistic_fleet", "write_fleet_csv"]
 

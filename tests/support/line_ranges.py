@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from regbot.attribution.hunk_subroutines import merge_lines
+from regbot.attribution.unified_diff import merge_lines
 
 
 def ranges_between(old: str, new: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
