@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from regbot.attribution.model import Commit
-from regbot.detection.dedup.pairwise_dedup import paired_points
+from regbot.detection.dedup.shared_cause import paired_points
 
 NAME_LABELS = ("name", "flag", "feature", "config", "experiment", "key")
 MIN_NAME_CHARS = 3

@@ -66,7 +66,7 @@ from regbot.attribution.model import Attribution, Commit
 from regbot.attribution.rank import RankSettings, rank_commits
 from regbot.bot.sources.profiles import collect_profile_paths, ingest_profiles
 from regbot.datasets.service import BUCKET_S, Scenario, build_scenario
-from regbot.detection.model import subroutine_of_series
+from regbot.detection.dedup_context import subroutine_of_series
 from regbot.profiles.gcpu import build_gcpu
 from regbot.profiles.sample_index import SampleIndex
 from regbot.profiles.store import open_store

@@ -32,7 +32,9 @@ import numpy as np
 
 from regbot.detection.dedup import flow as dedup_module
 from regbot.detection.dedup import DedupSettings, deduplicate
-from regbot.detection.model import Candidate, DedupContext, StackShare, WindowBounds
+from regbot.detection.dedup_context import DedupContext, StackShare
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
 
 POINTS, BUCKET_S, START = 600, 600.0, 1_700_000_000.0
 

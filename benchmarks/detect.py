@@ -85,7 +85,8 @@ import json, resource, sys, time
 from collections import Counter
 import numpy as np
 from regbot.datasets.fleet import FleetScenario, simulate_fleet
-from regbot.detection.model import DetectionSettings, LongTermSettings, SeriesBatch
+from regbot.detection.series_batch import SeriesBatch
+from regbot.detection.stage_settings import DetectionSettings, LongTermSettings
 from regbot.detection.presets import Threshold, Windows, WorkloadSettings
 from regbot.detection.pipeline import detect_batch
 from detect import scenario

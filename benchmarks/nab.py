@@ -45,7 +45,7 @@ from peers import DEFAULT_VENV, OtavaUnavailable, require_ruptures, run_otava_ti
 from plain_cusum import plain_cusum
 
 from regbot.detection.binseg import binary_segmentation
-from regbot.detection.model import ChangePointSettings
+from regbot.detection.stage_settings import ChangePointSettings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATASETS = REPO / ".." / "shared" / "datasets"

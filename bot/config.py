@@ -18,8 +18,8 @@ Rules, fixed here once:
   of ``absolute`` / ``relative``), ``windows`` field by field, ``rerun_interval``.
 * The dataclasses store what was read, unchanged; nothing validates them again.
 * The detection, dedup and cost-shift constants take their defaults from the stages' own
-  settings dataclasses (``regbot.detection.model``), never from a second copy here; only the
-  scalar fields of ``detection.dedup.DedupSettings`` (the same-regression merge's
+  settings dataclasses (``regbot.detection.stage_settings``), never from a second copy here; only
+  the scalar fields of ``detection.dedup.DedupSettings`` (the same-regression merge's
   ``merge_gap``, ``merge_alpha``, ``merge_min_points`` and the KDD'18 method's ``kdd18_*``) are
   written out, as that module is slow to import, and a test holds them equal.
 
@@ -39,7 +39,7 @@ from typing import Any, Literal, TypeVar, cast, get_args
 
 import yaml
 
-from regbot.detection import model as stages
+from regbot.detection import stage_settings as stages
 from regbot.detection.presets import (
     DEFAULT_WORKLOAD,
     HOUR_S,
@@ -512,9 +512,9 @@ class BlockWeights:
 
 @dataclass(frozen=True, slots=True)
 class SomConfig:
-    """SOMDedup (``regbot.detection.model.SomSettings``): the ImportanceScore weights, training
-    epochs, Fourier magnitudes per series, and what a cell may merge without stack samples: the
-    pair's residual noise correlated at one-sided p <= ``evidence_alpha`` / pairs tested, with r
+    """SOMDedup (``regbot.detection.stage_settings.SomSettings``): the ImportanceScore weights,
+    training epochs, Fourier magnitudes per series, and what a cell may merge without stack samples:
+    the pair's residual noise correlated at one-sided p <= ``evidence_alpha`` / pairs tested, with r
     >= ``min_noise_correlation`` between gCPU series or >= ``min_cross_correlation`` between
     latency or throughput series; an ancestor joins a leaf only within ``rise_z`` standard
     errors; ``guard_points`` differences masked either side of a change; ``load_min_series``
@@ -540,11 +540,11 @@ class SomConfig:
 
 @dataclass(frozen=True, slots=True)
 class PairwiseConfig:
-    """PairwiseDedup's evidence (``regbot.detection.model.PairwiseSettings``): the correlation
-    rule also needs one-sided p <= ``evidence_alpha`` / (candidates × members compared) and, when
-    one side is not a gCPU series, r >= ``cross_kind_correlation``; between two gCPU series the
-    rises must agree with one cause within ``rise_z`` standard errors; ``guard_points`` and
-    ``load_min_series`` as in ``SomConfig``; ``cascade_containment``: the share of a caller's
+    """PairwiseDedup's evidence (``regbot.detection.stage_settings.PairwiseSettings``): the
+    correlation rule also needs one-sided p <= ``evidence_alpha`` / (candidates × members compared)
+    and, when one side is not a gCPU series, r >= ``cross_kind_correlation``; between two gCPU
+    series the rises must agree with one cause within ``rise_z`` standard errors; ``guard_points``
+    and ``load_min_series`` as in ``SomConfig``; ``cascade_containment``: the share of a caller's
     rise on its callee's stacks that makes the two one cascade (0 to 1; above 1: never)."""
 
     evidence_alpha: float = _setting(_PAIRWISE.evidence_alpha, _probability)
@@ -604,7 +604,7 @@ class CostShiftDomain:
 
 @dataclass(frozen=True, slots=True)
 class CostShiftSettings:
-    """Cost-shift analysis (FBDetect §5.4, ``regbot.detection.model.CostShiftSettings``): a
+    """Cost-shift analysis (FBDetect §5.4, ``regbot.detection.stage_settings.CostShiftSettings``): a
     domain costing more than ``domain_cost_ratio`` × the regression's change is skipped; a
     regression is a cost shift in a domain whose change is smaller than the regression's
     (one-sided at ``alpha``) and within ``negligible_share`` × the change; ``fallen_alpha``: the
@@ -702,8 +702,8 @@ class ProfilesSettings:
 
 @dataclass(frozen=True, slots=True)
 class ChangePointConfig:
-    """§5.2.1 (``regbot.detection.model.ChangePointSettings``): the likelihood-ratio test's level,
-    the CUSUM/EM iteration budget, the fewest points each side of a change, how many older
+    """§5.2.1 (``regbot.detection.stage_settings.ChangePointSettings``): the likelihood-ratio test's
+    level, the CUSUM/EM iteration budget, the fewest points each side of a change, how many older
     changes may be cut off, the margin (in windows) and the window's least share of the change's
     posterior, the change-time interval's mass, and ``multiple_testing`` (``fdr``: alpha is the
     run's false discovery rate; ``none``: each series at alpha alone)."""
@@ -723,11 +723,11 @@ class ChangePointConfig:
 
 @dataclass(frozen=True, slots=True)
 class WentAwayConfig:
-    """§5.2.2 (see ``regbot.detection.model.WentAwaySettings``): SAX N and X, the new-pattern
-    share, Mann–Kendall's level, the MAD multiplier, the percentiles SignificantRegression
-    compares, RegressionGoneAway's drop level, z and fewest points after a drop, the band of
-    std / (1.4826·MAD) in which noise is normal, the previous day's length, and the periods
-    (ACF at ``acf_alpha``) a history is deseasonalised at."""
+    """§5.2.2 (see ``regbot.detection.stage_settings.WentAwaySettings``): SAX N and X, the
+    new-pattern share, Mann–Kendall's level, the MAD multiplier, the percentiles
+    SignificantRegression compares, RegressionGoneAway's drop level, z and fewest points after a
+    drop, the band of std / (1.4826·MAD) in which noise is normal, the previous day's length, and
+    the periods (ACF at ``acf_alpha``) a history is deseasonalised at."""
 
     sax_buckets: int = _setting(_WENT_AWAY.sax_buckets, _count)
     sax_valid_share: float = _setting(_WENT_AWAY.sax_valid_share, _share)
@@ -770,9 +770,9 @@ class LongTermConfig:
 @dataclass(frozen=True, slots=True)
 class FleetLoadConfig:
     """The fleet-wide load removed before the change-point test
-    (``regbot.detection.model.FleetLoadSettings``): on or off, the fewest series on one time axis
-    and points of history, the most rows the factor is estimated from, the refinement rounds,
-    the Huber weights' k, and the loading's t statistic a series needs to be adjusted."""
+    (``regbot.detection.stage_settings.FleetLoadSettings``): on or off, the fewest series on one
+    time axis and points of history, the most rows the factor is estimated from, the refinement
+    rounds, the Huber weights' k, and the loading's t statistic a series needs to be adjusted."""
 
     enabled: bool = _setting(_FLEET_LOAD.enabled, _boolean)
     min_series: int = _setting(_FLEET_LOAD.min_series, _positive_count)

@@ -8,13 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from regbot.detection.model import (
-    Candidate,
-    DedupContext,
-    StackShare,
-    WindowBounds,
-    subroutine_of_series,
-)
+from regbot.detection.dedup_context import DedupContext, StackShare, subroutine_of_series
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
 from regbot.profiles.model import Series
 from regbot.profiles.sample_index import SampleIndex
 from regbot.profiles.store import open_store

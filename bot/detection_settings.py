@@ -8,7 +8,7 @@ from dataclasses import asdict, replace
 
 from regbot.bot.config import Config
 from regbot.detection.dedup import DedupSettings
-from regbot.detection.model import (
+from regbot.detection.stage_settings import (
     CostShiftSettings,
     DetectionSettings,
     MergeRule,

@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 
 from regbot.detection.dedup.same_regression import KnownRegression
-from regbot.detection.model import Group, GroupMember, StackShare
+from regbot.detection.dedup_context import Group, GroupMember, StackShare
 from regbot.errors import InputError
 
 SCHEMA = """

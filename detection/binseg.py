@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from regbot.detection.changepoint import detect_change_points
-from regbot.detection.model import ChangePointSettings
+from regbot.detection.stage_settings import ChangePointSettings
 
 
 def binary_segmentation(

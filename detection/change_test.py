@@ -1,43 +1,8 @@
 """Which test decides a change: the likelihood ratio on normal noise, ranks and persistence else.
 
-FBDetect §5.2.1's likelihood-ratio χ² test models the noise as normal. Where it is not, its
-p-values are wrong in the direction that matters: a sparsely sampled gCPU share (a method in a
-few stack samples per bucket) is a skewed count, whose upper tail is several times heavier than a
-normal one at the p-values a fleet-wide cut asks for (on the benchmark fleets, quiet methods
-passed ``p < 5e-4`` five to eight times as often as normal noise does); heavy tails put bursts
-in a window; a series that flips between two or three levels (benchmarks on shared hardware)
-stays in its upper mode for dozens of points, which looks like a step to any test that takes
-points as independent. So the test is chosen per candidate, from its history (the points of the
-model's segment before the change):
-
-* **Normal, symmetric noise** (``noise_shape``'s tail ratio in its band and residual skewness
-  within ±``MAX_SKEW``): the likelihood-ratio test, as computed by the change-point detector,
-  and Welch's t test at the same split; the larger p-value decides. The likelihood ratio pools
-  one variance for both sides; where the noise is larger after the change than before it (a
-  profiler takes fewer stack samples at night, so a night-time window's shares are noisier
-  than the day-long history), the pooled test over-states the change and Welch's, which gives
-  each side its own variance, does not. With equal variances the two agree.
-* **Otherwise, two tests, both must hold:**
-
-  - *Rank* — Mann–Whitney's U of the points after the change against those before (one-sided:
-    after larger; normal approximation with the tie correction, so a quantised series of mostly
-    equal values is judged fairly). Ranks are distribution-free: a skewed or heavy-tailed
-    series gets a calibrated p-value.
-  - *Persistence* — the level after the change (its mean) must stand out of the levels of
-    equally long stretches of the whole history before the change (``rolling_levels``; each
-    stretch as long as the post-change points; the model's segment alone can be a few dozen
-    points after a flip): its p-value is the normal tail of the level against the mean and
-    standard deviation of the stretch levels. A stay in a bimodal series' upper mode, or a
-    burst, is as high as the history's stretches have been and is not a change; a real step on
-    such a series stands several stretch deviations above them. With fewer than
-    ``MIN_STRETCHES`` stretches the history cannot say and only the rank test applies.
-
-  The larger of the two p-values decides, and it is what the run's false-discovery cut sees
-  (a per-series persistence rule at the level alone let ~1% of the run's flipping series
-  through).
-
-The verdict names the test used and carries every number (``numbers``). Complexity per
+Complexity per
 candidate: one sort of its segment (ranks) and one pass of prefix sums (levels).
+Design: docs/design/change_test.md
 """
 
 from __future__ import annotations
@@ -75,7 +40,7 @@ def change_test(
     values: np.ndarray, segment_start: int, k: int, p_likelihood: float, alpha: float
 ) -> ChangeTest:
     """The test for a change at index ``k`` (first point after it) of ``values`` (oriented), the
-    model's segment starting at ``segment_start`` (module docstring). ``p_likelihood``: the
+    model's segment starting at ``segment_start`` (docs/design/change_test.md). ``p_likelihood``: the
     likelihood-ratio test's p-value for it."""
     v = np.asarray(values, np.float64)
     before, after = v[segment_start:k], v[k:]

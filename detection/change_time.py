@@ -2,51 +2,9 @@
 as a range of epoch seconds that attribution picks the deploy from (regbot's addition to
 FBDetect §5.2.1, whose change point is one position).
 
-Model: §5.2.1's single mean shift on the segment the change point was tested in (``lo`` to
-``hi``, ``n = hi − lo`` points, a change at position ``k`` leaving ``m = k − lo`` points before it),
-Gaussian noise, flat priors on the means, Jeffreys' prior ``1/σ`` on each noise scale and a
-flat prior on ``k``. Integrating out the means and scales gives the exact posterior of ``k``, in
-two variants:
-
-* ``variances="pooled"`` — one noise scale on both sides (the test's model):
-
-      p(k | x) ∝ (m·(n − m))^(−1/2) · RSS(k)^(−(n − 2)/2)
-
-  with ``RSS(k)`` the residual sum of squares of the two-mean fit; it is the profile likelihood
-  ``exp(LLR(k)/2)`` of the change-point test up to the ``(m(n − m))^(−1/2)`` factor, which the
-  integration over the means adds. The window's share of the change (``changepoint.py``) is
-  judged with it, as the test is.
-* ``variances="separate"`` — a scale of its own on each side:
-
-      p(k | x) ∝ Π over the two sides s of  m_s^(−1/2) · Γ((m_s − 1)/2) · (RSS_s(k)/2)^(−(m_s − 1)/2)
-
-  The interval is taken from this one. Measured noise grows with its level: a gCPU share's
-  binomial sampling noise has variance ∝ share, a latency's spread grows with the latency, so
-  after a large step the noise is larger than before it. With one pooled scale the few noisy
-  points after the step look decisive (on the benchmark fleets, zero-width intervals one to
-  four buckets from a 4–10 MDE step, coverage 87%); with a scale per side a point between the
-  two levels is weighed against the noise of the side it would join, and coverage is 92% with
-  the median width 6 → 8 buckets (README, issue notes; tests/detection/test_change_time.py
-  checks Poisson-count steps).
-
-The interval is the highest-posterior-density set: the fewest positions holding at least
-``mass`` of the posterior, reported by its first and last position (the set may have gaps; the
-range between them holds at least ``mass``). Positions are those the test allows on the segment
-(``side`` points on each side), wherever they are relative to the analysis window: a change just
-before the window is in the interval of a change point placed just inside it. The detected
-position is always included.
-
-``RSS`` is floored at 10⁻⁴ of the segment's total sum of squares (Kats' ``s = 0.01·σ̃`` for a
-perfect step; per side, the same floor per point), so a noiseless step gives the one-position
-interval ``[k, k]``.
-
-Calibration: the posterior is exact for independent Gaussian noise; ``mass`` (default 0.95, see
-``ChangePointSettings``) is chosen so that on simulated fleets — binomial sampling noise under a
-diurnal load, generation wiggles, seasonal rows adjusted — the interval covers the true change of
-≥ 90% of detected steps at every size from 1 to 10 MDE (tests/detection/test_change_time.py).
-
-Vectorised over rows from the prefix sums the change-point detector already holds: O(rows ×
-points) for the posterior plus one sort per row, O(rows × points) memory.
+Complexity: O(rows × points) for the posterior plus one sort per row, O(rows × points)
+memory.
+Design: docs/design/change_time.md
 """
 
 from __future__ import annotations

@@ -1,59 +1,9 @@
 """Change-point detector (FBDetect §5.2.1): CUSUM and EM iterated to the most likely single mean
 shift, then the likelihood-ratio chi-squared test. Vectorised over a whole batch of series.
 
-For each series the iteration alternates two steps until the change point stops moving or the
-budget (``max_iterations``) runs out, as Kats' CUSUMDetector (the implementation FBDetect's
-reference [3] describes) does:
-
-* M-step: given the change point k, the means before (``mu0``) and after (``mu1``);
-* E-step: the new k is where the CUSUM of ``x - (mu0 + mu1) / 2`` is lowest (an increase makes
-  the CUSUM fall before the change and rise after it).
-
-The start is the CUSUM of ``x - mean(x)``. §5.2.1 says the process converges "at the change
-point with the maximum likelihood"; the iteration can stop at a local fixed point (or run out of
-budget), so regbot finishes it with the exact maximum-likelihood split over the same allowed
-positions — one vectorised argmax of the between-segment sum of squares ``C_k²·n/(m(n−m))``
-(``C_k`` the CUSUM about the mean, m points before k; increases only where ``C_k < 0``) — and
-takes it whenever it is strictly more likely than the iteration's fixed point. The reported k is
-therefore always the maximum-likelihood split (tests check it against brute force).
-
-The test compares H0 (one mean) with H1 (one change point) by the log-likelihood ratio of two
-Gaussian models, which in closed form is ``LLR = n·log(σ̃²/s²) + 2`` with σ̃² the variance under
-H0 and s² = RSS₁/(n−2) the pooled variance under H1; ``p = P(χ²₂ > LLR)`` and the change is
-significant when ``p < alpha``.
-
-Window changes (``detect_window_changes``, what `regbot detect` uses) take three steps:
-
-1. *Older changes.* The history before the analysis window is searched for its most likely split
-   (either direction); when that split is significant even after a Bonferroni correction for the
-   positions searched, the model's segment starts there (the baseline is the level after the
-   older change) and the rest of the history is searched again, up to ``max_segment_cuts``
-   times. The window's data take no part in this test, so the window's own change (or a dip
-   in it) cannot cut the baseline.
-2. *The window's change.* §5.2.1's split (CUSUM/EM, finished by the exact ML split) with k in
-   the analysis window, and the likelihood-ratio test, on that segment.
-3. *Is the change in the window at all?* A search confined to the window is pulled to its edge
-   by a change just outside it or by structure in the series (the mistimed reports at the first
-   bucket). So the posterior of the change's position (``change_time.py``) is computed over the
-   window and ``search_margin`` windows on each side; the split is kept only when the window
-   holds at least ``min_window_share`` (5%) of it, that is when the window meets (about) the
-   95% credible set. The interval is the posterior of the same shift with a noise scale of
-   its own on each side (noise grows with the level; ``change_time.py``).
-
-Why the search stays in the window: a split searched over the whole series (or the margins)
-and accepted only when it falls in the window competes with the history's noise at ~1,500
-positions. On independent Gaussian series (1,440/24/36 points, steps uniform in the window) it
-placed 48% of 1.5-MDE steps and 94.4% of 4-MDE steps in the window within ±6 points, against
-77% and 98.2% for the window-restricted ML split — the placement limit the detector must reach;
-steps at the window's first or last points are lost whenever ML noise puts them one point
-outside. The posterior test keeps them (the window holds a good share of their posterior) and
-still rejects a change lying 10 points before the window: 96% of 4-MDE and 100% of 10-MDE ones.
-
-Vectorisation: prefix sums of the (row-centred) values make every segment mean, CUSUM and RSS
-an O(1) lookup, so one iteration over a chunk of rows is a few (rows × points) array
-operations; ragged rows are handled by their lengths, segments and search ranges by per-row
-bounds. O((cuts + 2) × iterations × rows × points) time, O(chunk × points) memory; the
+Complexity: O((cuts + 2) × iterations × rows × points) time, O(chunk × points) memory; the
 posterior costs one sort of the window and its margins per row.
+Design: docs/design/changepoint.md
 """
 
 from __future__ import annotations
@@ -64,7 +14,8 @@ import numpy as np
 from scipy.stats import chi2
 
 from regbot.detection.change_time import change_posterior, density_interval, mass_between
-from regbot.detection.model import ChangePoints, ChangePointSettings
+from regbot.detection.series_batch import ChangePoints
+from regbot.detection.stage_settings import ChangePointSettings
 
 CHUNK_ROWS = 2048
 
@@ -121,7 +72,7 @@ def detect_window_changes(
 ) -> ChangePoints:
     """Each row's change in its window ``[window_start, window_end)`` (indices: the analysis
     window), on a segment that starts after the history's last significant older change, with
-    the test on that segment (module docstring). ``direction`` as for ``detect_change_points``
+    the test on that segment (docs/design/changepoint.md). ``direction`` as for ``detect_change_points``
     (older changes are cut whatever their direction). Rows that cannot be tested, and rows whose
     window holds less than ``min_window_share`` of the change's posterior (the data place it
     outside the window), get index -1 and interval -1, -1; ``window_share`` says which.

@@ -1,55 +1,12 @@
 """Cost domains of the cost-shift check (FBDetect §5.4): which series a regression's cost may
 have moved within, and their summed cost on the regression's time axis.
 
-A *cost domain* is a group of series within which a refactoring can move cost. Every series
-belongs to a *family* (its id up to and including the first ``:``, e.g. ``gcpu:``; "" without
-one) and has a *key* (the rest: the subroutine for ``gcpu:`` series, the path for ``endpoint:``).
-Domains only ever sum series of the candidate's own family. Domains of a candidate ``S``:
-
-* ``callers`` (gCPU): members ``S`` and one caller ``C``, FBDetect's tightest *enclosing*
-  caller. ``C`` must be among ``context.callers[S]``, have a series, not be the program's root
-  (see ``WHOLE_PROGRAM``), and enclose ``S``: be present on every one of the stacks that carry
-  ``S``'s samples in the windows, i.e. ``context.stacks[S].stack_ids`` ⊆
-  ``context.stacks[C].stack_ids``. A caller on only some of ``S``'s stacks holds only part of a
-  rise of ``S``: a helper called from several places that really got slower rises in each
-  caller by that caller's share only, which would pass for "flat". A caller without a
-  ``StackShare`` in the context is not shown to enclose ``S`` and is not used (the context
-  should carry the callers' shares, not only the candidates'); only when ``S`` itself has no
-  stack samples (no sample store, plain data in tests) does the callers set stand as given.
-  Of the enclosing callers, those whose inclusive before-mean and after-mean (on the
-  candidate's axis) are both >= ``S``'s, the smallest by before-mean, ties by name, is the
-  tightest (enclosing callers nest: the closest one has the fewest samples). The domain cost
-  is ``C``'s inclusive series alone (it already contains ``S``; summing would double count).
-  Cost moved from ``C``'s own code, or from a sibling under ``C``, into ``S`` leaves it flat.
-  Moves from a further ancestor's own code are not seen (that ancestor is not the tightest).
-* ``class`` (gCPU): the subroutines whose parsed function has ``S``'s qualifier (the name
-  without its last component: ``Svc`` for ``Svc.serve``, ``ns::Class`` for
-  ``ns::Class::method(int)``, ``pkg.Class`` for Java's ``pkg.Class.method``,
-  ``net/http.(*conn)`` for Go's ``net/http.(*conn).serve``; a Go name with a ``/`` whose
-  qualifier is only its package has no class; a C++ free function's namespace and a ``/``-less
-  Go package, e.g. ``std`` and ``main``, cannot be told from a class and count as one) and the
-  same file when ``S`` has one. The cost is the sum of their inclusive series: a method that
-  calls a sibling counts the sibling twice, so a real regression in the callee moves the total
-  by 2x (still a real increase), and cost moved from a caller's own code into a sibling callee
-  moves it by 1x (missed here; the callers domain sees it).
-* ``metadata``: ``context.metadata[S]`` up to and including its last ``/`` or ``:`` is the
-  prefix; members are the series whose metadata starts with it (the whole subtree).
-* ``endpoint`` (ids ``endpoint:<path>`` or kind ``endpoint``): the key up to and including its
-  last ``/`` (a trailing ``/`` ignored), else its last ``.`` (RPC ``Service.method``); members
-  are the family's series whose key starts with that prefix.
-* ``commit``: one domain per commit of ``context.commit_subroutines`` modifying ``S``: ``S``
-  and the other subroutines it modifies (nested ones double count, as for ``class``).
-* ``custom``: per ``(name, regex)`` of ``settings.custom_domains`` whose ``re.search`` matches
-  ``S``'s key: the family's keys it matches; with a capture group, only those whose first
-  group's value (None when it did not take part) equals ``S``'s, named ``name[value]``.
-
-Domains with ``S`` as their only member are skipped. A domain's cost series is the sum of its
-summed members on the timestamps they share, read on the candidate's axis (the intersection of
-the two when they differ). Complexity: the indexes are built once per ``DomainIndex``,
+Complexity: the indexes are built once per ``DomainIndex``,
 O(series); each distinct domain total once, O(members × points); a domain's member matrix (for
 the search of members that fell, ``regbot.detection.cost_shift``) once, O(members × points),
 then O(members) per candidate; O(|S's stacks| · log |C's stacks|) per caller whose enclosure is
 checked.
+Design: docs/design/cost_domains.md
 """
 
 from __future__ import annotations
@@ -62,12 +19,9 @@ from typing import Literal
 
 import numpy as np
 
-from regbot.detection.model import (
-    Candidate,
-    CostShiftSettings,
-    DedupContext,
-    subroutine_of_series,
-)
+from regbot.detection.dedup_context import DedupContext, subroutine_of_series
+from regbot.detection.model import Candidate
+from regbot.detection.stage_settings import CostShiftSettings
 from regbot.profiles.model import parse_frame
 
 __all__ = ["CostDomain", "DomainIndex", "class_qualifier", "cost_domains"]
@@ -98,12 +52,12 @@ class CostDomain:
 def cost_domains(
     candidate: Candidate, context: DedupContext, settings: CostShiftSettings
 ) -> list[CostDomain]:
-    """The candidate's cost domains with at least one member besides itself (module docstring)."""
+    """The candidate's cost domains with at least one member besides itself (docs/design/cost_domains.md)."""
     return DomainIndex(context, settings).domains(candidate)
 
 
 def class_qualifier(function: str) -> str | None:
-    """The enclosing class of a parsed function name, or None (see the module docstring)."""
+    """The enclosing class of a parsed function name, or None (see docs/design/cost_domains.md)."""
     if "::" in function:
         parts = _split_top(function, "::")
         return "::".join(parts[:-1]) if len(parts) > 1 and parts[0] else None
@@ -234,7 +188,7 @@ class DomainIndex:
         return None if best is None else best[1]
 
     def _encloses(self, caller: str, sub: str) -> bool:
-        """``caller`` is on every stack carrying ``sub``'s samples (module docstring)."""
+        """``caller`` is on every stack carrying ``sub``'s samples (docs/design/cost_domains.md)."""
         own = self.context.stacks.get(sub)
         if own is None or len(own.stack_ids) == 0:
             return True  # no stack evidence for S: the callers set stands as given

@@ -1,90 +1,14 @@
 """Cost-shift check (FBDetect §5.4): drop regressions that only moved cost within a domain.
 
-A regression of series ``S`` is a cost shift when, in one of its cost domains
-(``regbot.detection.cost_domains``: callers, class, metadata, endpoint, commit, custom), the
-domain's total changed *significantly less* than ``S`` did, judged against the domain's own
-noise, and by no more than a negligible share of ``S``'s change. Point estimates alone are not
-enough: a class total sums several noisy series and the fleet-wide load term, so its change has
-a standard error that can exceed a small regression's whole size, and "the total barely moved"
-is then no evidence of anything.
+A regression is a cost shift when, in one of its cost domains (``cost_domains``), the domain's
+total changed significantly less than the regression did, judged against the domain's own noise
+(``cost_shift_stats``), and by no more than a negligible share of its change.
 
-**Changes and their standard errors.** Every change is measured the same way, at the
-candidate's change and on the points the candidate and the domain share (before = points
-earlier than ``times_s[change_index]``, after = the rest): ``Δ = mean(after) - mean(before)``.
-Its standard error (``change_with_se``) comes from the series' own residuals after each side's
-mean, estimated twice, the larger kept:
-
-* *white noise with a lag-1 correction*: scale = 1.4826 × median |residual| (the MAD; the root
-  mean square when that is 0, e.g. integer counts); residuals winsorised at 5 × that scale;
-  σ = the larger of the scale and the winsorised root mean square (means move with heavy tails
-  that the MAD alone ignores); ρ = lag-1 autocorrelation of the winsorised residuals (pairs
-  within one side), clamped to [0, 0.95]; ``SE = σ · sqrt((1+ρ)/(1-ρ) · (1/n_b + 1/n_a))``,
-  the AR(1) effective-sample-size inflation;
-* *batch means*: a lag-1 factor misses slow structure — a load term wandering over hours on
-  top of white noise, a daily cycle — that moves a mean of ``n_a`` points far more than white
-  noise does. The long-run variance is measured directly: sums of blocks of ``b = min(n_a, n /
-  8)`` consecutive residuals (a block starting every ``b / 8`` points, across both sides),
-  ``σ²_LR = mean(sum²) / b`` times ``K / (K - 2)`` (K = n / b blocks, two means removed), and
-  ``SE = σ_LR · sqrt(1/n_b + 1/n_a)``. With the after window as the block this is the spread
-  of ``n_a``-point means in the history, the quantity the after mean is compared with.
-
-Checked without any change (``tests/detection/test_cost_shift_noise.py``): z = Δ / SE has a
-standard deviation of 0.9-1.05 on white noise, AR(1), white + AR(0.95) + a daily cycle at the
-split after the history; heavy tails (Student t, 3 degrees of freedom) leave z's tails heavier
-(0.5% above 3.09 instead of 0.1%), and a split in the middle of a series with a slow load term
-underestimates by ~20% (few blocks).
-
-**Per domain**, with ``a`` the candidate's change, ``d`` the domain's, both oriented by the sign
-of the candidate's ``delta`` (so a drop is judged like a rise), and ``SE_d`` the domain's, in
-order:
-
-1. ``no change``: ``delta`` is 0 or not finite, or ``a <= 0`` on the shared points;
-   ``no overlap``: no shared point on one side;
-2. ``new domain``: ``|S before| <= tiny`` or ``|domain before| <= tiny``, ``tiny = new_share ×
-   |delta|`` (``CostShiftSettings.new_share``, 1%) — not a shift here (§5.4's first check);
-3. ``too large``: ``|domain before| > domain_cost_ratio × |delta|`` (§5.4's second check, as
-   documented in ``CostShiftSettings``);
-4. ``e``, the domain's rise if ``S``'s were real: ``a`` for most series, and for CPU shares
-   (normalised: extra work raises a share ``b`` by ``a`` and the domain ``c`` holding it by
-   ``a(1 − c)/(1 − b)``) less for a big domain, nothing for one on every sample.
-   ``cannot move``: ``e <= SE_d`` and ``e < a / 2`` — the domain is too close to the whole
-   program to show the rise, so its flat share is no evidence of a shift; ``too noisy``:
-   ``e <= SE_d`` otherwise — the domain's change cannot be told from the candidate's own
-   within one standard error, so the domain says nothing (the noise-based form of the second
-   check: a big domain with a quiet total stays usable, a small noisy one does not);
-5. ``shift`` when both hold (§5.4's third check as a test): the difference is significant,
-   ``z_diff = (e - d) / SE_diff > z`` with ``SE_diff`` measured on the difference series
-   ``S - domain`` itself (minus the rest of the domain, so the load term they share cancels as
-   it does in the data), one-sided at ``alpha``; and the domain's change is consistent with
-   negligible, ``z_negligible = (|d| - negligible_share × a) / SE_d <= z`` (a domain that fell
-   by far more than ``S`` rose lost cost, it did not move it into ``S``); and its change is
-   nearer to none than to the regression's (``d < e / 2``: of the two readings, "the domain
-   is unchanged" and "the regression reached the domain's total", the likelier one under
-   normal noise of one scale — a noisy domain's "consistent with negligible" alone let a
-   sibling's chance dip to half of a real step turn the step into a "shift");
-6. otherwise ``real increase``.
-
-**Members that fell.** A shift between two methods of a ten-method class hides in the class
-total: the eight bystanders add their noise and nothing else. So in a summed domain (all but
-``callers``) with at least two members besides ``S``, each member whose own change opposes
-``S``'s by at least ``negligible_share × |delta|`` is tested: it *fell* when its z (change over its
-standard error, as above) is below ``-z_fallen``, one-sided at ``fallen_alpha`` split over the
-members tested against (Bonferroni over all members but ``S``, so that a genuine step meets a
-chance "fallen" sibling with probability at most ``fallen_alpha`` whatever the class size; for
-a negative ``delta`` "fell" means rose: oriented values).
-When some but not all members fell, ``S`` plus the fallen members form a sub-domain (scope
-``fallen``) judged by checks 2-6 like any domain. Limits: a sibling's improvement at another
-time of the same window can pass for a mover, as it can move the total; a shift from a member
-whose noise dwarfs the moved cost cannot be seen by any test.
-
-The verdict fails (filtered) when any domain row says ``shift``; its numbers list every row as
-parallel lists (kinds, names, scopes, fallen members, member counts, domain before/after, both
-changes with their standard errors, the difference's standard error and z, the negligible z
-and the check). Complexity: domain discovery as in ``cost_domains``; then per candidate and
-domain O(points) to gather rows; the statistics run vectorised over all rows of a chunk of
-candidates that share an axis length and a split, O(rows × points). 10,000 candidates over
-10,000 series: a few seconds (``benchmarks/dedup.py`` times it). ``cost_shift_verdict`` builds
-the indexes for its one candidate, so loops should call ``cost_shift_verdicts``.
+Complexity: domain discovery as in ``cost_domains``; then per candidate and domain O(points) to
+gather rows; the statistics run vectorised over all rows of a chunk of candidates that share an
+axis length and a split, O(rows × points). ``cost_shift_verdict`` builds the indexes for its one
+candidate, so loops should call ``cost_shift_verdicts``.
+Design: docs/design/cost_shift.md
 """
 
 from __future__ import annotations
@@ -97,28 +21,19 @@ from typing import Literal
 
 import numpy as np
 
-from regbot.detection.cost_domains import CostDomain, DomainIndex, class_qualifier, cost_domains
-from regbot.detection.model import Candidate, CostShiftSettings, DedupContext, Verdict
-from regbot.detection.model import subroutine_of_series
+from regbot.detection.cost_domains import CostDomain, DomainIndex
+from regbot.detection.cost_shift_stats import ChangeBatch
+from regbot.detection.dedup_context import DedupContext, subroutine_of_series
+from regbot.detection.model import Candidate, Verdict
 from regbot.detection.shift_timing import same_time
+from regbot.detection.stage_settings import CostShiftSettings
 
-__all__ = [
-    "CostDomain",
-    "change_with_se",
-    "class_qualifier",
-    "cost_domains",
-    "cost_shift_verdict",
-    "cost_shift_verdicts",
-]
+__all__ = ["cost_shift_verdict", "cost_shift_verdicts"]
 
 STAGE = "cost_shift"
 Span = tuple[float, float] | None
-MAD_TO_SD = 1.4826
-WINSOR_SD = 5.0
-MAX_RHO = 0.95  # the lag-1 autocorrelation's cap: at most a 39x variance inflation
-MIN_BLOCKS = 8  # batch means: blocks of min(n_a, n / 8) points
-WINDOW_STEPS = 8  # batch means start a block every block / 8 points
 CHUNK = 1024  # candidates whose rows are held at once
+
 
 Check = Literal[
     "new domain",
@@ -151,87 +66,6 @@ def cost_shift_verdicts(
     return verdicts
 
 
-def change_with_se(rows: np.ndarray, split: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean before, mean after, standard error of their difference) at ``split`` (the first
-    after-point), per row of a ``(k, n)`` array with ``1 <= split < n`` (module docstring)."""
-    rows = np.asarray(rows, np.float64)
-    k, n = rows.shape
-    nb, na = split, n - split
-    cums = np.zeros((k, n + 1))
-    np.cumsum(rows, axis=1, out=cums[:, 1:])
-    mean_b, mean_a = cums[:, nb] / nb, (cums[:, n] - cums[:, nb]) / na
-    resid = rows.copy()
-    resid[:, :nb] -= mean_b[:, None]
-    resid[:, nb:] -= mean_a[:, None]
-    rms = np.sqrt(np.einsum("ij,ij->i", resid, resid) / n)
-    scale = MAD_TO_SD * _median(np.abs(resid))
-    scale = np.where(scale > 0, scale, rms)
-    bound = WINSOR_SD * scale[:, None]
-    np.minimum(resid, bound, out=resid)
-    np.maximum(resid, -bound, out=resid)
-    square = np.einsum("ij,ij->i", resid, resid)
-    sigma = np.maximum(scale, np.sqrt(square / n))  # heavy tails move means: not the MAD alone
-    lag = np.einsum("ij,ij->i", resid[:, :-1], resid[:, 1:])
-    lag -= resid[:, nb - 1] * resid[:, nb]  # the pair across the split is not a lag
-    rho = np.clip(np.divide(lag, square, out=np.zeros(k), where=square > 0), 0.0, MAX_RHO)
-    inverse_n = 1 / nb + 1 / na
-    se = sigma * np.sqrt((1 + rho) / (1 - rho) * inverse_n)
-    block = min(na, n // MIN_BLOCKS)
-    if block >= 2:
-        step = max(1, block // WINDOW_STEPS)  # neighbouring windows share all but a few points
-        np.cumsum(resid, axis=1, out=cums[:, 1:])
-        sums = cums[:, block::step] - cums[:, : n - block + 1 : step]
-        blocks = n / block  # each side's mean was removed: two of them are not free
-        square = np.einsum("ij,ij->i", sums, sums) / (sums.shape[1] * block)
-        long_run = np.sqrt(square * blocks / max(blocks - 2, 1))
-        se = np.maximum(se, long_run * math.sqrt(inverse_n))
-    return mean_b, mean_a, se
-
-
-def _median(values: np.ndarray) -> np.ndarray:
-    """Row medians (the upper one for an even count), partitioning ``values`` in place."""
-    half = values.shape[1] // 2
-    values.partition(half, axis=1)
-    return values[:, half].copy()
-
-
-class _Batch:
-    """Rows waiting for ``change_with_se``, grouped by (length, split) and run together."""
-
-    def __init__(self) -> None:
-        self.groups: dict[tuple[int, int], list[tuple[int, np.ndarray]]] = {}
-        self.known: dict[tuple[object, ...], int] = {}
-        self.before: list[float] = []
-        self.after: list[float] = []
-        self.se: list[float] = []
-
-    def add(self, values: np.ndarray, split: int, key: tuple[object, ...] | None = None) -> int:
-        """Queue a row; rows with the same ``key`` (a series, an axis and a split) run once."""
-        if key is not None and key in self.known:
-            return self.known[key]
-        job = len(self.se)
-        if key is not None:
-            self.known[key] = job
-        self.before.append(math.nan)
-        self.after.append(math.nan)
-        self.se.append(math.nan)
-        self.groups.setdefault((len(values), split), []).append((job, values))
-        return job
-
-    def run(self) -> None:
-        for (n, split), rows in self.groups.items():
-            step = max(1, 4_000_000 // max(n, 1))  # bound the stacked block's size
-            for start in range(0, len(rows), step):
-                part = rows[start : start + step]
-                before, after, se = change_with_se(np.stack([v for _, v in part]), split)
-                for (job, _), b, a, s in zip(part, before.tolist(), after.tolist(), se.tolist()):
-                    self.before[job], self.after[job], self.se[job] = b, a, s
-        self.groups = {}
-
-    def delta(self, job: int) -> float:
-        return self.after[job] - self.before[job]
-
-
 @dataclass(slots=True)
 class _Row:
     """One domain (or its fallen members) checked for one candidate."""
@@ -254,7 +88,7 @@ class _Judge:
     def __init__(self, index: DomainIndex, settings: CostShiftSettings) -> None:
         self.index, self.settings = index, settings
         self.z = NormalDist().inv_cdf(1.0 - settings.alpha)
-        self.batch = _Batch()
+        self.batch = ChangeBatch()
 
     def run(self, candidates: Sequence[Candidate]) -> list[Verdict]:
         rows = [self._gather(c) for c in candidates]

@@ -1,48 +1,8 @@
 """The fleet-wide load, removed from every series before the change-point test.
 
-Every series of a service moves with its load: busier hosts spend more of their time in request
-code, latency rises with queueing, throughput follows traffic. The load wanders (hours-long
-swings on top of the daily cycle), so in a 4-hour analysis window it is often a standard
-deviation above or below its historical mean, and every series it drives then looks like it
-stepped at once: on a fleet the change-point test reports dozens of latency and throughput
-series (p-values of 1e-40) and a tail of gCPU series whose noise is no longer independent from
-point to point. The load is not a regression of any of them. It is the one thing all of a
-run's series share, so it can be estimated from all of them and taken out of each.
-
-The model is a one-factor model on levels: ``x_it = c_i + s_i·(b_i·f_t + e_it)``, ``c_i``/``s_i``
-each series' historical median and robust scale (1.4826 × MAD of its historical levels, its
-standard deviation when that is 0), ``f_t`` the load (unit variance over the history), ``b_i``
-the series' loading, ``e_it`` its own noise (and its own changes). Estimation:
-
-* **Rows.** The rows of a batch on one shared time axis (a fleet's buckets), at least
-  ``min_series`` of them with ``min_history`` points of history, else nothing is removed (a few
-  series share no estimable factor; per-build benchmark series have their own axes). At most
-  ``max_rows`` of them (evenly spaced) estimate the factor; every row gets its loading.
-* **Start.** ``f`` = the mean across rows of the standardised values, column by column, moved
-  towards the leading principal component by ``POWER_STEPS`` power iterations (a column median
-  is 0 on a fleet of sparsely sampled gCPU shares, whose values sit on a few counts).
-* **Refinement** (``iterations`` rounds): each row's loading ``b_i`` and noise variance
-  ``σ_i²`` by least squares on the historical columns only (so that a change in the analysis
-  window cannot move its loading), then each column's ``f_t`` by the cross-sectional weighted
-  least squares ``Σ w b_i z_it / Σ w b_i²`` with ``w = u_it / σ_i²`` and Huber weights
-  ``u_it = min(1, huber_k / |e_it/σ_i|)`` from the previous round's residuals. A regression
-  moves a handful of rows among thousands, and a large one is down-weighted in its own column,
-  so the deploy's many simultaneous steps do not enter the load.
-* **Loadings** (``_loadings``) are fitted on the history jointly with each row's own daily
-  cycle (nuisance sine and cosine terms), so that they measure the row's response to the
-  load's wandering, not the coincidence of two daily cycles; their t statistics allow for the
-  residual's autocorrelation.
-* **Removal.** Rows whose loading on the final ``f`` has a t statistic of at least ``min_t``
-  (default 5: with thousands of rows, a chance loading that large is rarer than one row in a
-  million) get ``s_i·b_i·(f_t − f̄)`` subtracted (``f̄`` the factor's historical mean, so the
-  history keeps its level); the others are left as they are (removing a factor a row does not
-  follow adds its estimation noise and takes nothing out).
-
-What the change-point test then sees is the series with the load removed; the candidate carries
-those values, so went-away, seasonality and thresholds judge the same series, and its
-``change_point`` verdict says how much load was removed across the change (``load_step``, in the
-series' units, oriented) and the loading's R². Complexity: O(rows × points) per round, on at
+Complexity: O(rows × points) per round, on at
 most ``max_rows`` rows; then one pass over all rows.
+Design: docs/design/fleet_load.md
 """
 
 from __future__ import annotations
@@ -51,7 +11,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from regbot.detection.model import FleetLoadSettings, SeriesBatch
+from regbot.detection.series_batch import SeriesBatch
+from regbot.detection.stage_settings import FleetLoadSettings
 from regbot.detection.noise_shape import MAD_NORMAL
 from regbot.detection.presets import DAY_S
 
@@ -95,7 +56,7 @@ class LoadRemoval:
 def remove_fleet_load(
     batch: SeriesBatch, analysis_start_s: float, settings: FleetLoadSettings
 ) -> tuple[SeriesBatch, LoadRemoval]:
-    """The batch with the fleet load removed from the rows it drives (module docstring), and
+    """The batch with the fleet load removed from the rows it drives (docs/design/fleet_load.md), and
     what was removed. The batch is returned unchanged when it has no shared time axis, too few
     rows or too little history."""
     n = len(batch)
@@ -207,7 +168,7 @@ def _standardise(values: np.ndarray, centre: np.ndarray, scale: np.ndarray) -> n
 def _estimate_factor(
     z: np.ndarray, history_times_s: np.ndarray, settings: FleetLoadSettings
 ) -> np.ndarray:
-    """The load ``f`` (T,) from standardised rows ``z`` (module docstring): a column median,
+    """The load ``f`` (T,) from standardised rows ``z`` (docs/design/fleet_load.md): a column median,
     then ``settings.iterations`` rounds of loadings on the history and robust cross-sectional
     weighted least squares per column. Scaled to unit variance over the history."""
     history = len(history_times_s)

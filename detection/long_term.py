@@ -1,70 +1,8 @@
 """Long-term regression detector (FBDetect §5.3): slow creeps that no single step reveals.
 
-``detect_long_term`` runs the paper's three steps on one series:
-
-1. **Trend.** The seasonal period is chosen by ``seasonality.choose_period`` (the ACF test of
-   §5.2.3) on the *historical-window* points — the long-term analogue of "pre-change", since the
-   regression is looked for in the later windows. With a period, the TREND is robust STL's trend
-   (``seasonality.decompose`` on all the points). Without one, STL does not apply and the TREND
-   is a centred rolling median over ``ROLLING_SHARE`` (5%) of the points (odd, at least 3; the
-   ends repeat the nearest value, ``scipy.ndimage.median_filter(mode="nearest")``): robust to
-   outliers and, unlike a mean, it keeps a step sharp. On discrete, sparse values (a share made
-   of a few samples per bucket) the median sits on one of a few levels and jumps when a rate
-   crosses a half; there (the historical residuals from it have a zero MAD, so no white-noise
-   scale could be measured) the TREND is the rolling mean over the same window instead (``trend: rolling-mean`` in the verdict).
-2. **Regression.** A window's "start"/"end" is the mean of the TREND over its first/last
-   ``edge_share`` of points (at least one point). BASELINE = max(start of the historical window,
-   start of the analysis window); CURRENT = min(end of the analysis window, end of the extended
-   window) — the end of the analysis window alone when the extended window has no points (a
-   zero-length extended window, ``extended_start_s == end_s``, is empty and a point at
-   ``end_s`` counts in the analysis window). A regression is reported when CURRENT - BASELINE
-   exceeds the threshold: ``absolute`` in the series' unit, ``relative`` as a share of
-   ``|BASELINE|`` (compared as ``delta > value * |BASELINE|``, so a zero baseline reports any
-   rise).
-3. **Change point.** The TREND over the analysis + extended windows is min-max normalised and a
-   least-squares line is fitted against time. RMSE below ``rmse_threshold``: the change is gradual
-   and its change point is where the rise begins (``ramp_start``). Otherwise the change point is
-   the exact optimal single split under the normal (Gaussian mean-shift) loss,
-   ``optimal_split``, on that TREND segment.
-
-The returned ``Candidate`` has ``detector="long-term"``, the ``"long_term"`` verdict with the
-numbers compared, and ``mean_before``/``mean_after`` from the raw oriented values before/after
-the change point. ``llr`` is NaN: the detector compares trend levels with a threshold, it does
-not run a likelihood test.
-
-**regbot's guards against noise** (FBDetect's rule is threshold-only, which on a sparsely
-sampled series, or one whose callees flip between levels, reports noise):
-
-* the rise must exceed ``z`` standard errors of the difference of two edge means, where an edge
-  mean's standard deviation is *measured* on the history (``_edge_mean_sd``: the spread of the
-  means of its non-overlapping blocks of an edge's length, deseasonalised when STL ran; never
-  below the white-noise ``MAD / sqrt(edge)``, which is used unless the blocks spread
-  significantly more), so that wander, flips carried up a call tree and slow swings count, not
-  only white noise. ``p_value`` is the one-sided tail of that z (normal, or Student t with
-  blocks − 1 degrees of freedom when the blocks' spread is used); the pipeline keeps the long-term candidates that are
-  discoveries among the run's series at ``change_point.alpha`` (``discoveries.py``), as it does
-  for the short-term ones (a separate family: the run's false discovery rate is at most alpha
-  for each path);
-* the rise must exceed every rise of the same span the trend made earlier in the history
-  (``null_deltas``), when the history holds any.
-
-``screen_long_term`` is a vectorised pre-screen for a whole ``SeriesBatch``, so that STL runs
-only on rows that might pass: the same BASELINE/CURRENT comparison, with half the threshold, on
-edge means of a cheap trend — each row's values minus its daily phase profile (the mean of the
-historical points in each of 24 phase buckets, centred so the level is kept; a row with a bucket
-of fewer than 2 historical points is used raw). Raw edge means alone are not enough: an edge of
-a few hours carries the season, and on a daily sinusoid of half the creep's size they rejected
-every planted creep the full test found. Why half the threshold is safe: max and min move by at
-most the largest change of their arguments, so if each of the four cheap edge means is within
-``eps`` of the TREND's, the screen's delta is within ``2 * eps`` of the full test's. An absolute
-threshold ``T`` therefore never loses a row the full test reports while ``eps <= T / 4``
-(relative: ``eps <= T * |BASELINE| / (4 + T)``), and a row whose cheap delta is below ``T / 2``
-by more than ``2 * eps`` cannot pass the full test. ``eps`` stays small when the edges hold
-enough points for noise to average out and the season repeats; a weekly season, or a season
-the ACF test did not find (the full test then smooths the raw values), is the case to watch.
-
 Complexity: the screen is O(rows x width); the full detector is dominated by STL (see
 ``seasonality``) or the rolling median (O(n x window)); ``optimal_split`` is O(n).
+Design: docs/design/long_term.md
 """
 
 from __future__ import annotations
@@ -76,14 +14,10 @@ from scipy.ndimage import median_filter, uniform_filter1d
 from scipy.stats import chi2, norm
 from scipy.stats import t as student_t
 
-from regbot.detection.model import (
-    Candidate,
-    LongTermSettings,
-    SeasonalitySettings,
-    Threshold,
-    Verdict,
-    WindowBounds,
-)
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.presets import Threshold
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import LongTermSettings, SeasonalitySettings
 from regbot.detection.ratios import relative_change
 from regbot.detection.season_adjust import subtract_phase_profile
 from regbot.detection.seasonality import choose_period, decompose
@@ -401,7 +335,7 @@ def screen_long_term(
     phase_buckets: int = 24,
     settings: LongTermSettings | None = None,
 ) -> np.ndarray:
-    """(rows,) bool: rows that might pass ``detect_long_term`` (see the module docstring).
+    """(rows,) bool: rows that might pass ``detect_long_term`` (see docs/design/long_term.md).
 
     ``batch_values``/``batch_times`` are a ``SeriesBatch``'s padded (rows, width) arrays, row
     ``i`` valid on its first ``lengths[i]`` points. The cheap trend is the values minus a

@@ -1,30 +1,8 @@
 """Noise shape: is a series' noise close enough to normal for means, or does it need ranks?
 
-Per-build benchmarks on shared hardware flip between two or three levels; latencies have heavy
-tails. On such noise a mean is dragged by a burst in the upper mode or by a few huge outliers,
-and a test calibrated for normal noise reports them. The filters therefore decide once, on the
-history before a change, which *level statistic* to use:
-
-* **Residuals.** The values minus their centred rolling median over ``SMOOTH_POINTS`` (25) points
-  (``scipy.ndimage.median_filter``, ends repeated): slow wander (a fleet-wide load term, a
-  daily swing) is not noise shape; what is left is the point-to-point noise, in which mode flips
-  show up as runs and jumps.
-* **Tail ratio.** standard deviation / (1.4826 · MAD) of the residuals: 1 for normal noise,
-  above 1 for heavy tails (outliers inflate the standard deviation, not the MAD), below 1 for
-  two well-separated modes (a symmetric two-level mixture has ratio 1/1.4826 ≈ 0.67).
-* **Decision.** The noise is *normal* when the ratio lies in [``LOW_RATIO``, ``HIGH_RATIO``]
-  = [0.8, 1.25]; with fewer than ``MIN_POINTS`` (20) residuals it is judged normal (too little
-  to tell). The sampling spread of the ratio for 1,000 normal points is about ±0.03, so the band
-  is not crossed by chance; multinomial stack-sample noise (gCPU) is normal to that precision.
-
-Normal noise is judged by **means** (the efficient estimator the change-point test assumes);
-anything else by **medians** (rank-based: a median moves only when more than half of the points
-move). ``rolling_levels`` gives the distribution of a statistic over every ``m``-point window of a
-history — the empirical "normal range of levels" the went-away detector compares a post-change
-level with, which includes whatever wander and autocorrelation the history has.
-
 Complexity: O(n · SMOOTH_POINTS) for the shape, O(n) (means, prefix sums) or O(n · m) (medians)
 for rolling levels.
+Design: docs/design/noise_shape.md
 """
 
 from __future__ import annotations
@@ -63,7 +41,7 @@ class NoiseShape:
 
 
 def noise_shape(values: np.ndarray, *, low: float = LOW_RATIO, high: float = HIGH_RATIO) -> NoiseShape:
-    """The noise shape of ``values`` (a history, ascending time) — see the module docstring."""
+    """The noise shape of ``values`` (a history, ascending time) — see docs/design/noise_shape.md."""
     v = np.asarray(values, dtype=np.float64)
     if v.size < MIN_POINTS:
         return NoiseShape(True, None, "mean")

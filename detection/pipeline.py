@@ -1,17 +1,7 @@
 """The detection pipeline (FBDetect §5.1): change points → went-away → seasonality → thresholds,
 plus long-term detection; the funnel counts what each stage removed.
 
-Windows per series: every series gets the run's windows, widened where a window holds fewer than
-``Windows.min_points`` of its points (``WindowBounds.for_series``): a per-build series (a few
-points a day, irregular gaps) reaches further back, a dense series keeps FBDetect's windows.
-Series sharing the same bounds are detected together. A point is a distinct timestamp: the
-series readers average repeated measurements at one time into one point
-(``profiles.series_files.normalise_points``), so a build measured five times counts once.
-
-Waiting for data (``enough_data_verdict``): a change, short- or long-term, is judged only when
-its history holds ``min_points.historical`` points and at least ``min_points.extended`` points
-(``min_points.analysis`` without an extended window) follow it; otherwise it goes to
-``filtered`` with the counts seen and needed, and a later run decides.
+Windows: ``window_plan``; the short-term filters: ``short_term_filters``.
 
 The deduplication stages (same-regression merge, SOMDedup, cost shift, pairwise dedup, §5.4–5.5)
 come after these and keep their own funnel entries; until they run, their counts equal the
@@ -20,11 +10,9 @@ count before them.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 
@@ -33,18 +21,17 @@ from regbot.detection.change_test import ChangeTest, change_test
 from regbot.detection.discoveries import discovery_cut
 from regbot.detection.fleet_load import LoadRemoval, remove_fleet_load
 from regbot.detection.long_term import detect_long_term, screen_long_term
-from regbot.detection.model import (
-    Candidate,
-    DetectionSettings,
-    SeriesBatch,
-    Verdict,
-    WindowBounds,
-    Windows,
-)
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.series_batch import SeriesBatch, WindowBounds
+from regbot.detection.stage_settings import DetectionSettings
 from regbot.detection.season_adjust import adjust_for_season
-from regbot.detection.seasonality import seasonality_verdict
-from regbot.detection.thresholds import threshold_verdict
-from regbot.detection.went_away import went_away_verdict
+from regbot.detection.short_term_filters import judge_candidates
+from regbot.detection.window_plan import (
+    WindowUse,
+    enough_data_verdict,
+    plan_windows,
+    window_search_ranges,
+)
 from regbot.profiles.model import Series
 
 FUNNEL_KEYS = (
@@ -63,20 +50,6 @@ FUNNEL_KEYS = (
 
 
 @dataclass(frozen=True, slots=True)
-class WindowUse:
-    """What the windows held in one run. ``points``: per window ("historical", "analysis",
-    "extended"), the fewest and the most points a series had in it (series with no point in the
-    windows at all are not counted; (0, 0) when there are none); ``widened_series``: how many
-    series had a window reach further back; ``earliest``: the earliest edges any series used
-    (the run's bounds when none was widened); ``min_points``: the minimum asked for."""
-
-    min_points: tuple[int, int, int]
-    points: dict[str, tuple[int, int]]
-    widened_series: int
-    earliest: WindowBounds
-
-
-@dataclass(frozen=True, slots=True)
 class DetectionResult:
     """What one detection run found: reported candidates, filtered ones (with the verdict that
     removed them), the run's (nominal) windows, the funnel (SPEC §4), and what the windows held
@@ -87,87 +60,6 @@ class DetectionResult:
     reported: list[Candidate] = field(default_factory=list)
     filtered: list[Candidate] = field(default_factory=list)
     window_use: WindowUse | None = None
-
-
-WINDOW_NAMES = ("historical", "analysis", "extended")
-
-
-def plan_windows(
-    series: list[Series], windows: WindowBounds, settings: Windows
-) -> tuple[list[tuple[WindowBounds, list[int]]], WindowUse]:
-    """Each series' bounds (``WindowBounds.for_series``), as groups of series indices sharing
-    bounds (the run's bounds first, then in order of first appearance), and what the windows
-    held. Series with no point in their windows are in no group (nothing to detect). Series
-    with one shared time axis are planned once. O(series · log points)."""
-    groups: dict[WindowBounds, list[int]] = {windows: []}
-    counts = np.zeros((len(series), 3), dtype=np.int64)
-    cache: dict[int, tuple[WindowBounds, np.ndarray]] = {}
-    for i, s in enumerate(series):
-        key = id(s.timestamps_s)
-        if key not in cache:
-            times = np.asarray(s.timestamps_s, np.float64)
-            bounds = windows.for_series(times, settings)
-            edges = (bounds.historical_start_s, bounds.analysis_start_s, bounds.extended_start_s)
-            at = np.searchsorted(times, edges, "left")
-            end = np.searchsorted(times, bounds.end_s, "right")
-            cache[key] = (bounds, np.diff(np.append(at, end)))
-        bounds, held = cache[key]
-        if held.any():
-            groups.setdefault(bounds, []).append(i)
-        counts[i] = held
-    seen = counts.sum(axis=1) > 0
-    points = {
-        name: (int(counts[seen, j].min()), int(counts[seen, j].max())) if seen.any() else (0, 0)
-        for j, name in enumerate(WINDOW_NAMES)
-    }
-    used = [b for b, members in groups.items() if members]
-    earliest = WindowBounds(
-        min([windows.historical_start_s] + [b.historical_start_s for b in used]),
-        min([windows.analysis_start_s] + [b.analysis_start_s for b in used]),
-        min([windows.extended_start_s] + [b.extended_start_s for b in used]),
-        windows.end_s,
-    )
-    need = settings.min_points
-    use = WindowUse(
-        (need.historical, need.analysis, need.extended),
-        points,
-        sum(len(m) for b, m in groups.items() if b != windows),
-        earliest,
-    )
-    return [(b, m) for b, m in groups.items() if m], use
-
-
-def enough_data_verdict(candidate: Candidate, settings: Windows) -> Verdict:
-    """Waiting for data: the change needs ``min_points.historical`` points of history (its
-    points before its analysis window) and ``min_points.extended`` points from the change on
-    (``min_points.analysis`` when the workload has no extended window)."""
-    need = settings.min_points
-    history = int(np.searchsorted(candidate.times_s, candidate.windows.analysis_start_s, "left"))
-    after = len(candidate.values) - int(candidate.change_index)
-    need_after = need.extended if settings.extended_s > 0 else need.analysis
-    numbers = {
-        "points_before": history,
-        "needed_before": need.historical,
-        "points_after": after,
-        "needed_after": need_after,
-    }
-    if history < need.historical:
-        reason = f"waiting for data: {history} points of history, {need.historical} needed"
-        return Verdict("enough_data", False, reason, numbers)
-    if after < need_after:
-        reason = f"waiting for data: {after} points after the change, {need_after} needed"
-        return Verdict("enough_data", False, reason, numbers)
-    return Verdict("enough_data", True, "enough data before and after the change", numbers)
-
-
-def window_search_ranges(
-    batch: SeriesBatch, windows: WindowBounds
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the index range a change point may take: its first point in the analysis
-    window up to (not including) its first point in the extended window."""
-    start = (batch.times_s < windows.analysis_start_s).sum(axis=1)
-    end = (batch.times_s < windows.extended_start_s).sum(axis=1)
-    return start.astype(np.int64), end.astype(np.int64)
 
 
 def find_change_candidates(
@@ -380,40 +272,6 @@ def _detect_parts(
             filtered.append(candidate.with_verdict(verdict))
     funnel["long_term"] = len(long_term)
     return DetectionResult(windows, funnel, candidates + long_term, filtered, use)
-
-
-PARALLEL_FROM = 256  # candidates; fewer are judged in-process (a pool costs more than it saves)
-
-
-def judge_candidate(candidate: Candidate, settings: DetectionSettings) -> list[Verdict]:
-    """The short-term filters in order (went-away, seasonality, threshold), stopping at the first
-    that removes the candidate: the verdicts it collected. A change still waiting for data gets
-    only its ``enough_data`` verdict (recorded only when it fails: it is a precondition of
-    judging, like the change-point test's points on each side, not a filter of its own)."""
-    enough = enough_data_verdict(candidate, settings.workload.windows)
-    if not enough.passed:
-        return [enough]
-    verdicts = [went_away_verdict(candidate, settings.went_away)]
-    if verdicts[-1].passed:
-        verdicts.append(seasonality_verdict(candidate, settings.seasonality))
-    if verdicts[-1].passed:
-        verdicts.append(threshold_verdict(candidate, settings.workload.threshold))
-    return verdicts
-
-
-def judge_candidates(
-    candidates: list[Candidate], settings: DetectionSettings
-) -> list[list[Verdict]]:
-    """``judge_candidate`` for every candidate, in order. Each is a pure function of its
-    candidate, so with many candidates the work is spread over ``settings.workers`` processes
-    (0: one per core); the result is the same as in one process."""
-    workers = settings.workers or os.cpu_count() or 1
-    if workers <= 1 or len(candidates) < PARALLEL_FROM:
-        return [judge_candidate(c, settings) for c in candidates]
-    judge = partial(judge_candidate, settings=settings)
-    chunk = max(16, len(candidates) // (workers * 8))
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return list(pool.map(judge, candidates, chunksize=chunk))
 
 
 def detect_long_term_batch(

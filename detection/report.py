@@ -6,7 +6,8 @@ import math
 from typing import TYPE_CHECKING
 
 from regbot.detection.model import Candidate
-from regbot.detection.pipeline import WINDOW_NAMES, DetectionResult
+from regbot.detection.pipeline import DetectionResult
+from regbot.detection.window_plan import WINDOW_NAMES
 from regbot.detection.ratios import relative_change
 from regbot.detection.dedup.same_regression import regression_id
 

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 from scipy.stats import norm
 
-from regbot.detection.model import SeriesBatch, WindowBounds
+from regbot.detection.series_batch import SeriesBatch, WindowBounds
 
 
 def subtract_phase_profile(

@@ -1,60 +1,8 @@
 """Seasonality detector (FBDetect §5.2.3): is a change point only the daily or weekly pattern?
 
-A candidate's regression is *seasonal* (filtered, ``passed=False``) when, after removing the
-seasonal component, it no longer stands out. The steps and the choices the paper leaves open:
-
-1. **Is there seasonality?** ``choose_period`` turns each period of
-   ``SeasonalitySettings.periods_s`` (a day, a week) into points using the median spacing of the
-   timestamps, keeps it only if it is at least ``MIN_PERIOD_POINTS`` points and the tested points
-   cover at least two full periods, and tests the autocorrelation at that lag with statsmodels'
-   ``acf(..., alpha=acf_alpha)`` (Bartlett's confidence band): a period is significant when its
-   ACF is positive and outside the band. The largest significant ACF wins. The seasonality
-   detector tests the *pre-change* points only, so that the regression itself cannot create the
-   autocorrelation. No significant period: the candidate is kept (``passed=True``).
-2. **Decompose.** Robust STL (``robust=True``) splits the *pre-change* points into seasonal,
-   trend and residual; after the change the seasonal component is the last fitted cycle
-   repeated. The paper decomposes the whole series; fitting before the change keeps the
-   regression out of the seasonal component, which otherwise absorbs a change near the end of
-   the data — the usual case when the extended window ends at ``--now``. Measured on the tests'
-   daily sinusoid with a step of 7.5 noise sigmas five points before the end of the data: kept
-   in 61 of 100 seeds with a whole-series fit, in 100 of 100 with the pre-change fit; sinusoids
-   without a step were filtered in 100 of 100 either way. The LOESS "jumps" follow Cleveland et
-   al.'s defaults (``ceil(window / 10)``, as R's ``stl``), about three times faster than
-   statsmodels' jump of 1 for a change of under 1% of the seasonal amplitude.
-3. **z-score.** With ``d = trend + residual = values - seasonal``: the level of d after the
-   change minus its level before, over that difference's standard error, for the post-change
-   points in the analysis window and in the extended window. "Before" is the pre-change points
-   STL fitted (the last ``STL_PERIODS`` periods): before them the trend is the fitted one held
-   flat, and both the baseline and the residual would carry the series' slow wander (measured:
-   22% of daily peaks leaked with every pre-change point as the baseline, 2% with the fitted
-   span). Choices the paper leaves open, each measured to spare real steps:
-   * the level is the mean where the residuals' noise is normal and the median where it is
-     not (``noise_shape``: heavy tails, several levels); the verdict says which;
-   * σ is the residuals' standard deviation winsorised at 4 robust σ, not the plain one, which
-     a heavy-tailed latency series inflates until a real 2× step looks seasonal (30% of such
-     steps were removed, 10% now);
-   * the standard error is inflated by the residuals' lag-1 autocorrelation (a load term the
-     trend does not follow), so wander is not mistaken for a change.
-   The z over all post-change points (``z_post``) is reported, not decisive: it let 1 daily
-   peak in 10 through at the same threshold. The paper's per-point pseudo z-score (median shift
-   over the residual standard deviation) is reported beside it (``pseudo_z_*``).
-4. **Decide.** Filtered only if *both* z-scores are below ``z_threshold`` (3; z is oriented, so
-   an improvement is negative and is filtered too). A window with no post-change points (an empty
-   extended window, ``extended_s = 0``, or data not yet arrived) has ``z = None`` and is not
-   required. A zero-length extended window (``extended_start_s == end_s``) is empty and a point
-   at ``end_s`` counts in the analysis window.
-
-Irregular timestamps: STL and the ACF need a regular grid, so both run on the values linearly
-interpolated (``np.interp``) onto a grid with the median spacing from the first timestamp; the
-STL components are mapped back to the original timestamps the same way (``Decomposition``),
-and the medians and z-scores use the original points. With merely jittered timestamps the grid
-has as many points as the series; gaps are bridged by straight lines. A grid that would need
-more than ``MAX_GRID_FACTOR`` times the series' points (bursty timestamps) is not tested.
-
 Complexity: ACF O(n log n) (FFT); robust STL O(n · window) per pass, 15 outer passes — about
 35 ms for 1,500 hourly points with a daily period.
-
-Numbers in the verdict are JSON values; missing ones are ``None``.
+Design: docs/design/seasonality.md
 """
 
 from __future__ import annotations
@@ -66,7 +14,8 @@ import numpy as np
 from statsmodels.tsa.seasonal import STL
 from statsmodels.tsa.stattools import acf
 
-from regbot.detection.model import Candidate, SeasonalitySettings, Verdict
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.stage_settings import SeasonalitySettings
 from regbot.detection.noise_shape import Statistic, level_of, noise_shape
 
 __all__ = [
@@ -208,7 +157,7 @@ class Decomposition:
 
 
 def decompose(times_s: np.ndarray, values: np.ndarray, period_points: int) -> Decomposition:
-    """Robust STL of ``values`` interpolated onto the median-spacing grid (module docstring).
+    """Robust STL of ``values`` interpolated onto the median-spacing grid (docs/design/seasonality.md).
     Needs at least two periods of points; O(n · trend window) per pass."""
     times_s = np.asarray(times_s, dtype=np.float64)
     spacing = _median_spacing_s(times_s)

@@ -1,49 +1,8 @@
 """Share inflation: a gCPU share that rose only because the rest of the service got cheaper.
 
-gCPU is a share of all samples. A deploy that removes a fraction f of the service's work (a real
-speed-up elsewhere) multiplies every other subroutine's share by ``r = 1 / (1 − f)``: a function
-whose own cost did not move rises by ``(r − 1)`` of its level, at the deploy, with a step as clean
-as a real regression's. Its inclusive cost did not change; nothing in the deploy made it slower,
-and no commit owns its rise. This stage recognises such rises before deduplication (so that an
-inflated share never represents a group holding a real regression) and removes them with their
-cause in the verdict.
-
-Every choice the statistics leave open:
-
-* **The common ratio** ``r`` at a split (a candidate's historical start, change time and end) is
-  the level shared by the series the deploy did not move, in each series' log ratio
-  ``log(mean after / mean before)``. Every unmoved share moves by exactly r, so they pile up at
-  one value, while the changed functions and their callers spread out, each by its own change —
-  and one deploy may move more than half of the series (dozens of independent regressions and
-  their callers), so neither the median nor the mean is r. regbot starts at the densest value
-  (a kernel density with one biweight kernel per series, as wide as the series' error) and
-  refines it by Tukey's biweight with each
-  series standardised by its own delta-method error (from its points' variances): a series
-  more than 4.685 errors away has no weight. The standard error is the weighted mean's over the
-  series within 3 errors, widened by their overdispersion. Only series whose log ratio is known
-  to ``max_relative_se`` count, at most ``max_series`` of them (evenly spaced by id), and at
-  least ``min_series`` must share the level, else no ratio is estimated and every candidate
-  passes.
-* **Is there inflation?** Only a ratio above 1 by ``z(alpha)`` of its standard error inflates
-  (one-sided), and that error holds how far the common level wanders by itself: a fleet-wide
-  load lifts every share for hours at a time, which is no step at the deploy. The wander is
-  measured on the unmoved series' own history (their mean level relative to each one's mean
-  before the change, in blocks as long as the span after it: ``_wander``); with fewer than four
-  such blocks there is no telling a step from a wander, and nothing is removed. A ratio below 1 (a regression elsewhere deflating every share) makes rises
-  smaller, never larger, and removes nothing.
-* **The candidate's own rise** from its series' points over the same split: ``d = a − b``; what
-  the inflation leaves of it is ``d' = a − r·b`` with standard error
-  ``√(var_a/n_a + r²·var_b/n_b + (r·b·se_log r)²)``. The rise is inflation when ``d'`` is below
-  ``z(alpha)`` of that error, or when it fails the workload's threshold as the threshold stage
-  applied it (absolute: ``d'``; relative: ``d' / b``). The rise is not taken from the candidate's
-  detected means: those are the load-removed values the change-point test saw; ratio and rise
-  come from the same raw series.
-* **The cause**: the series that fell most over the split among those the ratio was estimated
-  from (the sped-up code and its callers), named in the verdict with their falls.
-
-Non-gCPU candidates and candidates whose series is not among the run's pass with a verdict saying
-so. Complexity: per distinct split, one pass over at most ``max_series`` series (cumulative sums
+Complexity: per distinct split, one pass over at most ``max_series`` series (cumulative sums
 on a shared time axis are built once per run and answer any split in O(series)).
+Design: docs/design/share_inflation.md
 """
 
 from __future__ import annotations
@@ -55,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from regbot.detection.model import Candidate, DedupContext, Verdict, subroutine_of_series
+from regbot.detection.dedup_context import DedupContext, subroutine_of_series
+from regbot.detection.model import Candidate, Verdict
 
 __all__ = ["Inflation", "ShareInflationSettings", "common_ratio", "share_inflation_verdicts"]
 

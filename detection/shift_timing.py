@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from regbot.detection.change_time import credible_span
-from regbot.detection.model import Candidate, ChangePointSettings
+from regbot.detection.model import Candidate
+from regbot.detection.stage_settings import ChangePointSettings
 
 LOCAL_WINDOWS = 3  # the shift is fitted to this many window lengths of data on each side
 SIDE_POINTS = ChangePointSettings().min_points_each_side  # as the change-point test's

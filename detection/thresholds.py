@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from regbot.detection.model import Candidate, Threshold, Verdict
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.presets import Threshold
 from regbot.detection.ratios import relative_change
 
 

@@ -7,126 +7,31 @@ The candidate is kept (``Verdict.passed``) when
 with every term's numbers in the verdict. Values are oriented (higher is worse) and
 ``change_index`` is the first point after the change (see ``detection/model.py``). Complexity
 O(n log n) per candidate: SAX and percentiles are linear, Mann–Kendall is scipy's O(n log n)
-Kendall's tau, and Theil–Sen (O(m²) in its input) sees at most ``THEIL_SEN_MAX_POINTS`` points.
+Kendall's tau, and Theil–Sen (O(m²) in its input) sees at most ``THEIL_SEN_MAX_POINTS`` points
+(``went_away_trend``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 import numpy as np
-from scipy import stats
 
-from regbot.detection.model import Candidate, Verdict, WentAwaySettings
-from regbot.detection.noise_shape import Statistic, level_of, noise_shape, rolling_levels
-from regbot.detection.seasonality import choose_period
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.noise_shape import level_of, noise_shape, rolling_levels
+from regbot.detection.stage_settings import WentAwaySettings
+from regbot.detection.went_away_levels import (
+    MAD_NORMAL,
+    deseasonalise,
+    find_drop,
+    level_noise,
+    pre_points,
+)
+from regbot.detection.went_away_trend import sax_letters, valid_letters, window_line
 
-__all__ = ["find_drop", "level_noise", "mann_kendall", "sax_letters", "valid_letters", "went_away_verdict"]
+__all__ = ["went_away_verdict"]
 
 STAGE = "went_away"
-MAD_NORMAL = 1.4826  # MAD of a normal sample × 1.4826 estimates its standard deviation
 MIN_POINTS_EACH_SIDE = 3
-THEIL_SEN_MAX_POINTS = 500
 MAD_FLOOR_SHARE = 1e-9  # MAD floor = 1e-9 × the largest |value| (constant pre-change series)
-
-
-def sax_letters(values: np.ndarray, lo: float, hi: float, n_buckets: int) -> np.ndarray:
-    """SAX letter (0..n_buckets-1) of each value: equal-width buckets over ``[lo, hi]``.
-
-    Bucket ``k`` is ``[lo + k·w, lo + (k+1)·w)`` with ``w = (hi - lo) / n_buckets``; the last
-    bucket also holds ``hi``, and values outside ``[lo, hi]`` are clipped into the first or last
-    bucket. A degenerate range (``hi <= lo``, e.g. a constant series) gives all letters 0.
-    Shape of ``values`` is kept; int64 result. O(n).
-    """
-    v = np.asarray(values, dtype=np.float64)
-    if not hi > lo:
-        return np.zeros(v.shape, dtype=np.int64)
-    width = (hi - lo) / n_buckets
-    return np.clip(np.floor((v - lo) / width), 0, n_buckets - 1).astype(np.int64)
-
-
-def valid_letters(letters: np.ndarray, n_buckets: int, share: float) -> np.ndarray:
-    """(n_buckets,) bool: letter ``k`` is valid when it holds at least ``share`` of ``letters``
-    (and at least one point). No letters → nothing is valid. O(n + n_buckets)."""
-    ls = np.asarray(letters, dtype=np.int64).ravel()
-    if ls.size == 0:
-        return np.zeros(n_buckets, dtype=bool)
-    counts = np.bincount(ls, minlength=n_buckets)[:n_buckets]
-    # The relative slack keeps "exactly X%" valid despite rounding in share × size.
-    return (counts > 0) & (counts >= share * ls.size * (1.0 - 1e-12))
-
-
-@dataclass(frozen=True, slots=True)
-class MannKendall:
-    """Mann–Kendall trend test of values against time order: ``s`` is MK's S (concordant minus
-    discordant pairs), ``tau`` Kendall's tau-b, ``p_value`` two-sided; ``direction`` is the sign
-    of ``tau`` when ``p_value < alpha``, else "none"."""
-
-    s: int
-    tau: float
-    p_value: float
-    direction: Literal["up", "down", "none"]
-
-
-def mann_kendall(values: np.ndarray, alpha: float) -> MannKendall:
-    """Mann–Kendall as Kendall's tau of ``values`` against their index (scipy, O(n log n)).
-
-    scipy's test uses the exact null distribution for small tie-free samples and otherwise the
-    normal approximation with MK's tie-corrected variance of S (no continuity correction).
-    S is recovered from tau-b: ``S = tau · sqrt(n0 · (n0 - n_ties))``, time having no ties.
-    Fewer than 3 points or a constant series: no trend (S = 0, tau = 0, p = 1).
-    """
-    v = np.asarray(values, dtype=np.float64)
-    n = v.size
-    if n < 3 or np.ptp(v) == 0:
-        return MannKendall(0, 0.0, 1.0, "none")
-    res = stats.kendalltau(np.arange(n), v)
-    tau, p = float(res.statistic), float(res.pvalue)
-    _, tie_counts = np.unique(v, return_counts=True)
-    n0 = n * (n - 1) / 2
-    n_ties = float(np.sum(tie_counts * (tie_counts - 1)) / 2)
-    s = int(round(tau * np.sqrt(n0 * (n0 - n_ties))))
-    direction: Literal["up", "down", "none"] = "none"
-    if p < alpha:
-        direction = "up" if tau > 0 else "down"
-    return MannKendall(s, tau, p, direction)
-
-
-@dataclass(frozen=True, slots=True)
-class _WindowLine:
-    """A window's level line: Theil–Sen when Mann–Kendall finds a trend, else flat at its level
-    (mean or median, by the noise shape)."""
-
-    name: str
-    trend: MannKendall
-    slope_per_s: float
-    intercept: float  # level at the window's first point
-    end_level: float  # the line at the window's last point
-    points: int
-    theil_sen_points: int
-
-
-def _window_line(
-    name: str, times_s: np.ndarray, values: np.ndarray, alpha: float, statistic: Statistic
-) -> _WindowLine:
-    trend = mann_kendall(values, alpha)
-    x = times_s - times_s[0]
-    used = 0
-    if trend.direction == "none":
-        slope, intercept = 0.0, level_of(values, statistic)
-    else:
-        xs, ys = x, values
-        if x.size > THEIL_SEN_MAX_POINTS:  # evenly strided subsample keeps Theil–Sen O(1) here
-            idx = np.unique(
-                np.linspace(0, x.size - 1, THEIL_SEN_MAX_POINTS).round().astype(np.int64)
-            )
-            xs, ys = x[idx], values[idx]
-        res = stats.theilslopes(ys, xs)
-        slope, intercept, used = float(res.slope), float(res.intercept), int(xs.size)
-    return _WindowLine(
-        name, trend, slope, intercept, intercept + slope * float(x[-1]), x.size, used
-    )
 
 
 def _plain(x: object) -> object:
@@ -140,97 +45,6 @@ def _plain(x: object) -> object:
     if isinstance(x, list | tuple | np.ndarray):
         return [_plain(i) for i in x]
     return x
-
-
-def _pre_points(mask: np.ndarray, pre: np.ndarray) -> np.ndarray:
-    """The pre-change points (of the values being judged) under ``mask``, or all of them."""
-    kept = pre[mask[: pre.size]]
-    return kept if kept.size else pre
-
-
-def level_noise(
-    pre: np.ndarray, m: int, floor: float = 0.0, statistic: Statistic = "mean"
-) -> float:
-    """Robust standard deviation of an ``m``-point level (mean or median) of the pre-change
-    points: 1.4826 × MAD of the levels of every window of ``m`` consecutive points
-    (``rolling_levels``; autocorrelation and slow wander included), or 1.4826 × MAD(points) /
-    √m when the history holds fewer than 8·m points (too few windows to read a spread from);
-    never below ``floor``."""
-    m = max(1, int(m))
-    if len(pre) >= 8 * m:
-        levels = rolling_levels(pre, m, statistic)
-        spread = MAD_NORMAL * float(np.median(np.abs(levels - np.median(levels))))
-    else:
-        spread = MAD_NORMAL * float(np.median(np.abs(pre - np.median(pre)))) / np.sqrt(m)
-    return float(max(spread, floor))
-
-
-@dataclass(frozen=True, slots=True)
-class Drop:
-    """The most likely downward shift inside the post-change points: ``index`` is the first
-    point after it (0: none could be placed), ``llr`` its likelihood-ratio statistic,
-    ``p_value`` (χ², 2 degrees of freedom, as the change-point test)."""
-
-    index: int
-    llr: float
-    p_value: float
-
-
-def find_drop(post: np.ndarray, min_after: int, min_before: int = 1) -> Drop:
-    """The maximum-likelihood single downward mean shift in ``post`` (normal loss, exact search
-    over every split with at least ``min_before`` points before and ``min_after`` after, prefix
-    sums, O(n)), tested as the change-point stage tests a rise: LLR = n·log(σ̂₀²/σ̂₁²), χ²(2)."""
-    v = np.asarray(post, dtype=np.float64)
-    n = v.size
-    if n < min_before + max(1, min_after):
-        return Drop(0, 0.0, 1.0)
-    csum = np.concatenate(([0.0], np.cumsum(v)))
-    csq = np.concatenate(([0.0], np.cumsum(v * v)))
-    j = np.arange(min_before, n - max(1, min_after) + 1)
-    mean_a = csum[j] / j
-    mean_b = (csum[n] - csum[j]) / (n - j)
-    rss = (csq[j] - j * mean_a**2) + (csq[n] - csq[j] - (n - j) * mean_b**2)
-    rss = np.where(mean_a > mean_b, rss, np.inf)
-    best = int(np.argmin(rss))
-    if not np.isfinite(rss[best]):
-        return Drop(0, 0.0, 1.0)
-    total = float(csq[n] - csum[n] ** 2 / n)
-    tiny = np.finfo(float).tiny
-    llr = float(n * np.log(max(total, tiny) / max(float(rss[best]), tiny)))
-    return Drop(int(j[best]), llr, float(stats.chi2.sf(llr, 2)))
-
-
-def deseasonalise(
-    times_s: np.ndarray, values: np.ndarray, change_index: int, settings: WentAwaySettings
-) -> tuple[np.ndarray, dict[str, object]]:
-    """``values`` minus the daily (or weekly) profile of the pre-change history, when that history
-    is significantly seasonal (``choose_period``: ACF at the period, as the seasonality stage
-    tests it); otherwise ``values`` unchanged. The profile is the mean of the pre-change points in
-    each of ``min(period_points, 48)`` phase buckets, centred on zero; a bucket with fewer than 2
-    points leaves the series as it is.
-
-    Why: FBDetect runs went-away before the seasonality stage, and on a seasonal series the
-    "normal range" of the history spans the whole daily swing, so a step smaller than the swing
-    would always look gone away. Judging the deseasonalised series keeps the went-away
-    predicate's meaning (does the change last?) on such series; the seasonality stage still
-    decides afterwards whether the change itself is seasonal.
-    """
-    period, period_numbers = choose_period(
-        times_s[:change_index], values[:change_index], settings.periods_s, settings.acf_alpha
-    )
-    if period is None or period_numbers["period_s"] is None:
-        return values, {"deseasonalised": False}
-    period_s = float(period_numbers["period_s"])
-    buckets = int(min(period, 48))
-    phase = np.mod(times_s - times_s[0], period_s) / period_s
-    bucket = np.minimum((phase * buckets).astype(np.int64), buckets - 1)
-    counts = np.bincount(bucket[:change_index], minlength=buckets)
-    if (counts < 2).any():
-        return values, {"deseasonalised": False}
-    profile = np.bincount(bucket[:change_index], weights=values[:change_index], minlength=buckets)
-    profile = profile / counts
-    profile -= profile.mean()
-    return values - profile[bucket], {"deseasonalised": True, "season_period_s": period_s}
 
 
 def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdict:
@@ -338,8 +152,8 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     max_post_letter = int(post_letters.max())
     max_valid_pre_letter = int(valid_idx[-1]) if valid_idx.size else -1
     letters_ok = max_post_letter >= max_valid_pre_letter
-    historical = _pre_points((times >= w.historical_start_s) & (times < w.analysis_start_s), pre)
-    day = _pre_points(
+    historical = pre_points((times >= w.historical_start_s) & (times < w.analysis_start_s), pre)
+    day = pre_points(
         (times >= candidate.change_time_s - settings.day_s) & (times < candidate.change_time_s),
         pre,
     )
@@ -358,11 +172,11 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     mad_floored = mad < mad_floor
     mad_used = max(mad, mad_floor)
     threshold = settings.mad_coefficient * MAD_NORMAL * mad_used  # per point, for reference
-    lines = [_window_line("post", times[c:], post, settings.trend_alpha, statistic)]
+    lines = [window_line("post", times[c:], post, settings.trend_alpha, statistic)]
     a0 = int(np.searchsorted(times, w.analysis_start_s, side="left"))
     if values.size - a0 >= MIN_POINTS_EACH_SIDE:
         lines.append(
-            _window_line("analysis", times[a0:], values[a0:], settings.trend_alpha, statistic)
+            window_line("analysis", times[a0:], values[a0:], settings.trend_alpha, statistic)
         )
     chosen = min(lines, key=lambda line: line.slope_per_s)  # stable: post wins ties
     lift = chosen.end_level - pre_level

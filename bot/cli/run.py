@@ -81,7 +81,9 @@ from regbot.bot.sources.gather import RunSeries, gather_series
 from regbot.bot.state import StateStore, open_state
 from regbot.bot.views.tables import attribution_table, detection_table, funnel_line
 from regbot.detection.dedup import deduplicate
-from regbot.detection.model import Candidate, WindowBounds, subroutine_of_series
+from regbot.detection.dedup_context import subroutine_of_series
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
 from regbot.detection.pipeline import detect_in_windows
 from regbot.detection.report import build_report
 from regbot.errors import InputError

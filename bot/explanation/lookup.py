@@ -19,7 +19,7 @@ from regbot.bot.explanation.model import (
     Status,
 )
 from regbot.bot.state import StoredRegression
-from regbot.detection.model import Group
+from regbot.detection.dedup_context import Group
 from regbot.errors import InputError
 
 

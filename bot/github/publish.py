@@ -51,7 +51,7 @@ from regbot.bot.github.api import (
 )
 from regbot.bot.github.comment import comment_marker, render_comment
 from regbot.bot.state import StateStore, StoredComment
-from regbot.detection.model import subroutine_of_series
+from regbot.detection.dedup_context import subroutine_of_series
 from regbot.errors import InputError
 
 __all__ = [

@@ -15,9 +15,9 @@ The rule, judged on the series of the run as detection saw them (after ``--now``
   fewer than ``min_points`` points in the historical window, including none at all.
 
 ``min_points`` is the change-point detector's minimum of points on each side of a change
-(:class:`~regbot.detection.model.ChangePointSettings`, 3): with fewer points before the deploy
-the likelihood-ratio test has no "before" segment of its own and its verdict would rest on the
-analysis window alone. A larger share of the window's expected points (e.g. 10%) was not
+(:class:`~regbot.detection.stage_settings.ChangePointSettings`, 3): with fewer points before the
+deploy the likelihood-ratio test has no "before" segment of its own and its verdict would rest on
+the analysis window alone. A larger share of the window's expected points (e.g. 10%) was not
 chosen: profile collection is often intermittent (a few recordings a day), and a partial but
 usable history must not hold every deploy's gate at neutral.
 
@@ -33,7 +33,8 @@ from typing import Literal
 
 import numpy as np
 
-from regbot.detection.model import ChangePointSettings, WindowBounds
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import ChangePointSettings
 from regbot.profiles.model import Series
 
 __all__ = [

@@ -1,42 +1,9 @@
-"""SOMDedup's groups: a SOM cell merges only candidates that evidence says one cause moved.
+"""SOMDedup's groups (regbot's rule on top of FBDetect §5.5.1): a SOM cell merges only
+candidates that evidence says one cause moved.
 
-A cell holds candidates of one shape and time, which after a deploy is most of what changed, so
-the cell is only where merges are looked for. What may merge (regbot's rule on top of FBDetect
-§5.5.1):
-
-* **With stack samples**: the leaf-to-ancestor links of ``som_dedup.stack_links`` (shared
-  samples), whatever the cells.
-* **Without** (series files, Prometheus, a series the store does not know): the noise evidence of
-  ``regbot.detection.dedup.shared_cause``, between candidates of one cell whose change points are one
-  *moment* (within ``tolerance_s``). A pair is an *edge* when its load-free residual noise
-  correlates with one-sided p ≤ ``evidence_alpha`` / (pairs tested in all of the kind's cells)
-  — at most ``evidence_alpha`` false edges per run and kind, however many candidates — and r ≥
-  the minimum effect size (``min_noise_correlation`` between gCPU series,
-  ``min_cross_correlation`` otherwise).
-
-gCPU candidates then follow the stack logic's leaf-to-ancestor structure, so that a popular
-caller does not chain two unrelated leaves:
-
-* of two candidates joined by an edge, the *ancestor* is the one ``context.callers`` places
-  above the other; without that, the one with the larger residual noise (a caller's noise holds
-  its callee's and its own), then the larger series id;
-* a *leaf* is a candidate without stacks that is no other's ancestor; it heads its own group;
-* an ancestor (without stacks) may join the group of a candidate below it that is a leaf or has
-  stacks (then that candidate's stack group). Each such candidate ``x`` explains
-  ``e_x = share × max(Δ_x, 0)`` of the ancestor's rise, ``share`` the regression slope of the
-  ancestor's raw residual on ``x``'s, clipped to [0, 1] (the part of ``x``'s samples the ancestor
-  holds). The ancestor joins only when its own rise does not exceed what they explain together
-  by more than ``rise_z`` standard errors (a caller whose own code regressed too stays its own
-  regression); it joins the ``x`` whose ``e_x`` comes closest to its rise (ties: the larger
-  ``e_x``, the smaller series id) and is credited with ``min(Δ, e_x)``.
-
-Other kinds (latency, throughput: no containment, no common unit) form stars: by decreasing
-step significance (Δ over its standard error), each candidate joins the existing head it has the
-strongest edge with, or heads a group. Every member of a group has an edge to its head.
-
-Each candidate's ``numbers`` keep the evidence: for a merge, the pair it joined through (r, z,
-p, the p bound, effective points, share, both deltas with standard errors, the explained rise);
-for a candidate left apart, its strongest tested pair in the cell and why it did not merge.
+Complexity: noise statistics (``shared_cause.pair_stats``) only within a cell, between its
+members and its candidates without stack samples: O(Σ over cells of members × loose × points).
+Design: docs/design/cause_groups.md
 """
 
 from __future__ import annotations
@@ -46,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from regbot.detection.model import Candidate, DedupContext, SomSettings, subroutine_of_series
+from regbot.detection.dedup_context import DedupContext, subroutine_of_series
+from regbot.detection.model import Candidate
+from regbot.detection.stage_settings import SomSettings
 from regbot.detection.dedup.shared_cause import (
     LoadFactor,
     PairStats,
@@ -79,7 +48,7 @@ def cause_groups(
     load: LoadFactor | None,
     tolerance_s: float,
 ) -> CauseGroups:
-    """Groups of one kind's candidates (module docstring); ``head``/``credited`` are the stack
+    """Groups of one kind's candidates (docs/design/cause_groups.md); ``head``/``credited`` are the stack
     links (head -1: no stacks)."""
     n = len(candidates)
     labels = np.where(head >= 0, head, np.arange(n)).astype(np.int64)

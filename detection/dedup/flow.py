@@ -25,15 +25,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from regbot.detection.cost_shift import cost_shift_verdicts
-from regbot.detection.model import (
-    Candidate,
-    CostShiftSettings,
-    DedupContext,
-    Group,
-    PairwiseSettings,
-    SomSettings,
-    Verdict,
-)
+from regbot.detection.dedup_context import DedupContext, Group
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.stage_settings import CostShiftSettings, PairwiseSettings, SomSettings
 from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
 from regbot.detection.dedup.same_regression import KnownRegression, merge_same_regressions
 from regbot.detection.share_inflation import ShareInflationSettings, share_inflation_verdicts
@@ -242,11 +236,3 @@ def _regrouped(member: Candidate, former: str) -> Verdict:
         f"group re-evaluated after its representative {former} was removed as a cost shift",
         {"cell": cell, "former_representative": former},
     )
-
-
-def with_group_verdict(candidate: Candidate, group_id: str, duplicates: list[str]) -> Candidate:
-    """Record the dedup group in the candidate's verdicts (shown by the report and `explain`)."""
-    verdict = Verdict(
-        "group", True, f"group {group_id}", {"group": group_id, "duplicates": duplicates}
-    )
-    return candidate.with_verdict(verdict)

@@ -1,43 +1,7 @@
 """SameRegressionMerger (FBDetect Table 3): one regression, one id, however many runs see it.
 
-Successive runs analyse overlapping windows, so one change is found again and again, and the
-short-term and long-term paths can both find it in one run. Rules, in order, for a candidate:
-
-1. **Twin in this run.** On the same series as a kept candidate of this run, its change within
-   ``gap_s`` of the other's: merged into it (the short-term one is kept: its change point is the
-   sharper estimate).
-2. **Known nearby.** A known regression (from the state store) on the same series within ``gap_s``
-   (the nearest wins; ties: the earlier): the same regression, it takes that id.
-3. **Known earlier, judged on evidence.** On a series with a known regression whose change is
-   earlier, the old level may still be in the historical window long after ``gap_s`` (a
-   per-build series keeps a step of build 93 in a 120-build history for 120 builds), so later
-   runs find "a change" at the start of every analysis window. Two changes (at the known time
-   and at the candidate's) are a new regression only when both steps are supported: the level
-   after the candidate's change point is significantly above the level *since the known change*
-   (the points between the two changes), and that level is significantly above the level before
-   the known change (where the candidate's points reach back that far, ``min_points`` of them).
-   Otherwise one change explains the data: the candidate is the same regression as the latest
-   earlier known one, either seen again or found where it really happened (an earlier run,
-   seeing only the first points at the new level, can place it a few points early). Each test
-   is a one-sided Mann–Whitney test at ``alpha``, rank-based so that heavy tails and bimodal
-   noise do not decide it; fewer than ``min_points`` points since the known change or after the
-   candidate's is no evidence. A new regression on such a series is judged against the data
-   since the known change: its ``mean_before`` becomes that level (the verdict keeps the
-   window's mean too), and when the caller passes the workload's ``threshold``, a rise above
-   that level smaller than the threshold is the known regression seen again, not a new one.
-4. **Known later.** A candidate placed before a known regression (beyond ``gap_s``) is that
-   regression when a single step at the known change fits the candidate's points at least as
-   well (sum of squared errors) as a step at its own change point: the known change is the
-   better explanation.
-
-Otherwise it is a new regression with a fresh id from its series, detector and change time
-(``regression_id``), so the same input always gives the same id. The candidate's points are the
-run's (its windows, ``Candidate.times_s``/``values``, oriented): what is known from the state is
-only each regression's id, series and change time. O(candidates · (log known + points)).
-
-The constants are fields of ``regbot.detection.dedup.DedupSettings`` (``dedup:`` in regbot.yml):
-``gap_s`` is ``merge_gap_s`` (6 h), ``alpha`` is ``merge_alpha`` (1%) and ``min_points`` is
-``merge_min_points`` (3).
+Complexity: O(candidates · (log known + points)).
+Design: docs/design/same_regression.md
 """
 
 from __future__ import annotations
@@ -51,7 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from regbot.detection.model import Candidate, Threshold, Verdict
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.presets import Threshold
 from regbot.detection.thresholds import threshold_verdict
 
 if TYPE_CHECKING:  # dedup imports this module
@@ -85,7 +50,7 @@ def merge_same_regressions(
     """(kept, merged): every candidate with its stable ``regression_id`` and a verdict; the
     merged ones are duplicates of a kept candidate of this run (the verdict names it).
     ``settings``: its ``merge_gap_s`` (rules 1, 2 and 4), ``merge_alpha`` and
-    ``merge_min_points`` (rule 3); ``threshold``: rule 3 (module docstring)."""
+    ``merge_min_points`` (rule 3); ``threshold``: rule 3 (docs/design/same_regression.md)."""
     gap_s, alpha, min_points = settings.merge_gap_s, settings.merge_alpha, settings.merge_min_points
     by_series: dict[str, list[KnownRegression]] = defaultdict(list)
     for regression in sorted(known, key=lambda r: (r.series_id, r.change_time_s, r.id)):

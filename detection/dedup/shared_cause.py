@@ -1,48 +1,8 @@
 """Shared-cause evidence without stack samples: is one cause behind two regressions?
 
-After a deploy every commit lands at once, so independent regressions share their change time and
-their step shape; shape and time say nothing about a common cause. What does is the *noise*. A
-caller's inclusive gCPU counts every sample of its callee's, so the caller's sampling noise
-contains the callee's: once each series' own step is removed, the callee's residual noise
-reappears, one for one in gCPU units, in the caller's (a throughput or latency series driven by
-a gCPU series carries that series' noise too). Two independent regressions have independent
-noise, except for what every series of a fleet shares (the fleet-wide load), which is estimated
-from all of the run's series and removed first. Every choice the statistics leave open:
-
-* **Residual noise** (``noise_of``): per series, its first differences. Differencing removes the
-  series' step (whatever its size or shape) except at the change, and the slow structure a
-  two-segment fit would leave (daily cycles, drifts), which independent series share by the hour
-  of day; a white sampling noise keeps its correlation under differencing. The
-  ``guard_points`` differences either side of the change are masked, so a change point a few
-  points off leaves no trace of the step. Each row is centred on its median, divided by its
-  robust scale (1.4826 × MAD; the standard deviation when the MAD is 0) and clipped to ±``CLIP_Z``,
-  so a spike or a missed second change adds at most a few points' worth to a correlation.
-* **Load** (``estimate_load``): the common factor of the fleet's residuals, estimated from every
-  series of ``DedupContext.series`` on the run's most common time axis (at least
-  ``min_series`` of them, else none): the median across series of their standardised residuals
-  (robust: the members of a cascade are a handful among thousands; at most ``START_SERIES``
-  evenly spaced series, and each fleet series' scale from ``SCALE_POINTS`` evenly spaced
-  differences, which is plenty for a starting direction), refined once by least squares on
-  each series' loading on it (so that the series the load drives most weigh most).
-  Each row then has its own loading regressed out (``b = Σ z·f / Σ f²`` over its points); the
-  correlations below are partial correlations given the load. Points with no load value (other
-  axes, other runs) keep their residual.
-* **The test** (``pair_stats``): Pearson correlation ``r`` of two rows' load-free residuals over
-  the points both have (identical axes, or points paired by nearest time within half a spacing:
-  ``paired_points``); its one-sided p-value from Fisher's z, ``atanh(r)·√(n_eff − 4)`` (−3 for
-  Fisher, −1 for the load partialled out), with Bartlett's effective number of points
-  ``n_eff = n / (1 + 2 Σ_k ρ_a(k) ρ_b(k))`` over the first ``LAGS`` autocorrelations of both
-  rows (differenced white noise has ρ(1) = −½, so n_eff ≈ n / 1.5). One-sided: values are
-  oriented (higher is worse), so noise from one cause moves both the same way. ``slope`` is
-  the regression of one row's raw residual on the other's: the share of the lower series'
-  samples that the upper one contains (1 for a caller holding every sample of its callee).
-
-The callers (``regbot.detection.dedup.cause_groups``, ``regbot.detection.dedup.pairwise_dedup``) compare
-the p-value with ``alpha`` over the number of pairs they test (family-wise rate of false merges)
-and ``r`` with a minimum effect size; the thresholds live in their settings.
-
 Complexity: the load costs O(series · points) (two medians, two matrix-vector products); the
 test of k rows against m rows one (k, T) × (T, m) product per statistic, per pair of time axes.
+Design: docs/design/shared_cause.md
 """
 
 from __future__ import annotations
@@ -54,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
-from regbot.detection.model import DedupContext
+from regbot.detection.dedup_context import DedupContext
 
 __all__ = [
     "CLIP_Z",
@@ -240,7 +200,7 @@ def estimate_load(
     min_series: int,
 ) -> LoadFactor | None:
     """The fleet's load factor from the series on the most common time axis within
-    ``[start_s, end_s]``, or None with fewer than ``min_series`` of them (module docstring)."""
+    ``[start_s, end_s]``, or None with fewer than ``min_series`` of them (docs/design/shared_cause.md)."""
     by_axis: dict[bytes, list[str]] = {}
     axes: dict[bytes, np.ndarray] = {}
     seen: dict[int, bytes] = {}  # a fleet's series usually share one times array
@@ -289,7 +249,7 @@ def noise_of(
     load: LoadFactor | None,
     guard_points: int,
 ) -> Noise:
-    """Load-free residual noise of each series (module docstring), rows grouped by time axis."""
+    """Load-free residual noise of each series (docs/design/shared_cause.md), rows grouped by time axis."""
     k = len(times_list)
     keys: dict[bytes, int] = {}
     axis = np.empty(k, dtype=np.int64)
@@ -356,7 +316,7 @@ def _load_on(times_s: np.ndarray, load: LoadFactor) -> np.ndarray:
 
 
 def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> PairStats:
-    """Every row of ``rows_a`` against every row of ``rows_b`` (module docstring, "The test")."""
+    """Every row of ``rows_a`` against every row of ``rows_b`` (docs/design/shared_cause.md, "The test")."""
     a = np.asarray(rows_a, dtype=np.int64)
     b = np.asarray(rows_b, dtype=np.int64)
     shape = (a.size, b.size)

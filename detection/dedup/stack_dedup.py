@@ -1,48 +1,10 @@
 """Stack-trace deduplication (KDD'18 §2.3): keep the few regressions that explain the others.
 
-The alternative to SOMDedup + PairwiseDedup that the configuration can choose. Following the
-paper, for gCPU candidates with stacks (``DedupContext.stacks`` of their subroutine), with the
-``kdd18_*`` fields of ``regbot.detection.dedup.DedupSettings`` (``dedup.kdd18_*`` in regbot.yml):
-
-1. **Buckets.** Two change points are linked when they happened within ``kdd18_bucket_s`` (10
-   minutes) of each other *and* their subroutines share a stack; buckets are the connected
-   components (single linkage, so a chain of close change points is one bucket). Found per
-   stack over the change points sorted by time, so O(S log S) in the stack memberships S.
-2. **Dependency graph.** A bucket's stacks are the union of its subroutines' stacks, weighted by
-   their samples (the largest weight when two shares disagree on one stack); each node's label
-   is its ``stack_share``, the weight of its stacks over the bucket's weight.
-3. **Greedy removal from a starting point.** The starting node is selected first; afterwards the
-   remaining node with the largest *exclusive* share (the weight of remaining stacks on which it
-   is the only remaining node, over the bucket's weight; ties: larger revised magnitude, then
-   input order) is selected. (A leaf whose stacks all hold its caller has no exclusive stack:
-   it is chosen as a starting point.) Selecting node ``x`` removes its remaining stacks ``X``,
-   and every remaining node ``j`` has its magnitude revised down by its membership in them:
-   ``m_j -= m_x · w(S_j ∩ X) / w(X)`` with ``m_x`` x's revised magnitude — x's regression is
-   spread over its samples, and the part on j's samples is j's too. A node is explained, and
-   dropped, when its revised magnitude falls to ``kdd18_explained_share`` (10%) of its own or
-   when none of its stacks remain. The iteration stops when the remaining stacks of the
-   remaining nodes weigh less than ``kdd18_tolerance`` (5%) of the bucket. Magnitudes are
-   oriented deltas (gCPU shares), negatives counted as 0.
-4. **Every starting point** gives a candidate regression set; the best maximises
-   ``explained − stack_weight × stacks`` (``kdd18_stack_weight`` 0.5): ``explained`` is the
-   share of the bucket's change explained by the set, each change point weighted by its
-   *relative* magnitude (delta / mean before, capped at ``kdd18_relative_cap``, 100: a
-   subroutine absent before its change counts as a +10,000% change) and counted by the fraction
-   of its magnitude the set accounts for (members count fully); ``stacks`` is the share of the
-   bucket's stack weight the set's members represent. Relative weights keep a broad function
-   (init: large baseline, small relative change) from being preferred for explaining everything;
-   the stack term keeps sets specific; a low-level function (a database call) that regressed
-   because a parent called it more is explained by the parent only in proportion to the share of
-   the parent's samples that pass through it, so it may be kept beside the parent — the stack
-   shares hold no per-stack change to tell better. Ties: deeper sets first (more bucket nodes
-   among the members' ``DedupContext.callers``), then the earlier start.
-
-Selected nodes pass; the others are removed with ``explained_by``, the selected node that cut
-their magnitude most. Candidates that are not gCPU series with stacks pass with ``bucket`` None.
 Complexity per bucket of k nodes over s stacks: O(k² · s) — k starts, each an O(k · s) greedy
 whose counts are updated incrementally (each stack is removed and each node dies once per start;
 ``tests`` check it against a recompute-everything reference). Measured on a random call tree:
 a 446-node bucket takes 2.5 s, a 909-node bucket 8 s.
+Design: docs/design/stack_dedup.md
 """
 
 from __future__ import annotations
@@ -55,13 +17,8 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from regbot.detection.model import (
-    Candidate,
-    DedupContext,
-    StackShare,
-    Verdict,
-    subroutine_of_series,
-)
+from regbot.detection.dedup_context import DedupContext, StackShare, subroutine_of_series
+from regbot.detection.model import Candidate, Verdict
 
 if TYPE_CHECKING:  # dedup imports this module
     from regbot.detection.dedup import DedupSettings
@@ -74,7 +31,7 @@ STAGE = "stack_dedup"
 def stack_dedup(
     candidates: list[Candidate], context: DedupContext, settings: DedupSettings
 ) -> list[Candidate]:
-    """Every candidate with a ``stack_dedup`` verdict, in input order (see the module docstring;
+    """Every candidate with a ``stack_dedup`` verdict, in input order (see docs/design/stack_dedup.md;
     only the ``kdd18_*`` fields of ``settings`` are read)."""
     bucket_s = settings.kdd18_bucket_s
     nodes, shares = [], []

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from regbot.detection.model import StackShare
+from regbot.detection.dedup_context import StackShare
 from regbot.profiles.gcpu import build_gcpu
 from regbot.profiles.model import Series
 from regbot.profiles.sample_index import SampleIndex

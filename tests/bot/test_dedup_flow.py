@@ -11,7 +11,8 @@ from regbot.bot.dedup_context import build_dedup_context
 from regbot.bot.state import open_state
 from regbot.datasets.cascades import simulate_cascades
 from regbot.detection.dedup import DedupSettings, deduplicate
-from regbot.detection.model import DetectionSettings, LongTermSettings, WindowBounds
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import DetectionSettings, LongTermSettings
 from regbot.detection.pipeline import detect_in_windows
 from regbot.detection.presets import Threshold, Windows, WorkloadSettings
 from regbot.detection.report import build_report

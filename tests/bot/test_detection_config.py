@@ -14,7 +14,7 @@ from regbot.bot.cli import main
 from regbot.bot.config import parse_config
 from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.detection.dedup import DedupSettings
-from regbot.detection.model import (
+from regbot.detection.stage_settings import (
     ChangePointSettings,
     DetectionSettings,
     FleetLoadSettings,

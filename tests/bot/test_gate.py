@@ -18,7 +18,7 @@ from regbot.bot.sources.baseline import (
     missing_names,
     points_in_history,
 )
-from regbot.detection.model import WindowBounds
+from regbot.detection.series_batch import WindowBounds
 from regbot.profiles.model import Series
 
 SHA = "ab" * 20

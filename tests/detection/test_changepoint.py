@@ -11,7 +11,7 @@ from scipy.stats import chi2
 
 from regbot.detection.binseg import binary_segmentation
 from regbot.detection.changepoint import detect_change_points, detect_window_changes
-from regbot.detection.model import ChangePointSettings
+from regbot.detection.stage_settings import ChangePointSettings
 
 SETTINGS = ChangePointSettings()
 

@@ -12,21 +12,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from regbot.detection.cost_shift import (
-    CostDomain,
-    class_qualifier,
-    cost_domains,
-    cost_shift_verdict,
-    cost_shift_verdicts,
-)
-from regbot.detection.model import (
-    Candidate,
-    CostShiftSettings,
-    DedupContext,
-    StackShare,
-    Verdict,
-    WindowBounds,
-)
+from regbot.detection.cost_domains import CostDomain, class_qualifier, cost_domains
+from regbot.detection.cost_shift import cost_shift_verdict, cost_shift_verdicts
+from regbot.detection.dedup_context import DedupContext, StackShare
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import CostShiftSettings
 
 HOUR_S = 3600.0
 N, CHANGE = 240, 168  # a week before the change, three days after

@@ -28,8 +28,12 @@ import pytest
 from scipy.signal import lfilter
 from scipy.stats import t as student_t
 
-from regbot.detection.cost_shift import change_with_se, cost_shift_verdict
-from regbot.detection.model import Candidate, CostShiftSettings, DedupContext, WindowBounds
+from regbot.detection.cost_shift import cost_shift_verdict
+from regbot.detection.cost_shift_stats import change_with_se
+from regbot.detection.dedup_context import DedupContext
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import CostShiftSettings
 
 N_POINTS, ANALYSIS_AT, BUCKET_S, SAMPLES = 1500, 1440, 600.0, 200_000
 T0_S = 1_700_000_000.0

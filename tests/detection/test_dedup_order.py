@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from regbot.detection.dedup import DedupSettings, deduplicate
-from regbot.detection.model import Candidate, DedupContext, StackShare, WindowBounds
+from regbot.detection.dedup_context import DedupContext, StackShare
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
 
 HOUR_S = 3600.0
 T0_S = 1_700_000_000.0

@@ -12,7 +12,7 @@ import pytest
 from fleet_sim import FleetSpec, FleetTruth, mde, simulate_realistic_fleet, write_fleet_csv
 from scipy.stats import t as student_t
 
-from regbot.detection.cost_shift import class_qualifier
+from regbot.detection.cost_domains import class_qualifier
 from regbot.errors import InputError
 from regbot.profiles.model import Series
 from regbot.profiles.series_files import read_series_files

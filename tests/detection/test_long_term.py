@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from regbot.detection.long_term import detect_long_term, optimal_split, screen_long_term
-from regbot.detection.model import LongTermSettings, Threshold, WindowBounds
+from regbot.detection.presets import Threshold
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import LongTermSettings
 
 HOUR_S = 3600.0
 HISTORY = 10 * 24  # points (hours)

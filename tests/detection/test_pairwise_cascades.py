@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from regbot.detection.model import (
-    Candidate,
-    DedupContext,
-    PairwiseSettings,
-    StackShare,
-    WindowBounds,
-)
+from regbot.detection.dedup_context import DedupContext, StackShare
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import PairwiseSettings
 from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
 
 BUCKET_S = 600.0

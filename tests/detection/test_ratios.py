@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from regbot.bot.report_view import format_relative
-from regbot.detection.model import Candidate, WindowBounds
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
 from regbot.detection.ratios import relative_change
 from regbot.detection.report import regression_entry
 

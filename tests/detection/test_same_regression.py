@@ -8,7 +8,9 @@ from dataclasses import replace
 import numpy as np
 
 from regbot.detection.dedup import DedupSettings
-from regbot.detection.model import Candidate, DetectionSettings, WindowBounds
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import DetectionSettings
 from regbot.detection.pipeline import run_detection
 from regbot.detection.presets import MinPoints, Threshold, Windows, WorkloadSettings
 from regbot.detection.dedup.same_regression import KnownRegression, merge_same_regressions

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from regbot.detection.model import Candidate, SeasonalitySettings, WindowBounds
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import SeasonalitySettings
 from regbot.detection.seasonality import choose_period, seasonality_verdict
 
 HOUR_S = 3600.0

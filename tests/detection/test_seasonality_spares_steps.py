@@ -9,7 +9,8 @@ from scipy.stats import t as student_t
 
 from candidates import grid_candidate
 
-from regbot.detection.model import Candidate, SeasonalitySettings
+from regbot.detection.model import Candidate
+from regbot.detection.stage_settings import SeasonalitySettings
 from regbot.detection.seasonality import residual_scale, seasonality_verdict
 
 BUCKET_S = 600.0

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from regbot.detection.dedup import DedupSettings, deduplicate
-from regbot.detection.model import Candidate, DedupContext, Verdict, WindowBounds
+from regbot.detection.dedup_context import DedupContext
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.series_batch import WindowBounds
 from regbot.detection.share_inflation import common_ratio
 
 BUCKET_S = 600.0

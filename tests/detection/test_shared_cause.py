@@ -16,7 +16,10 @@ import numpy as np
 import pytest
 
 from regbot.detection.dedup import DedupSettings, deduplicate
-from regbot.detection.model import Candidate, DedupContext, SomSettings, WindowBounds
+from regbot.detection.dedup_context import DedupContext
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import SomSettings
 from regbot.detection.dedup.shared_cause import (
     estimate_load,
     noise_of,

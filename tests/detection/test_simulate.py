@@ -7,7 +7,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from regbot.detection.model import WindowBounds, Windows
+from regbot.detection.presets import Windows
+from regbot.detection.series_batch import WindowBounds
 from regbot.datasets.fleet import (
     FleetScenario,
     PlantedEvent,

@@ -12,24 +12,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from regbot.detection.dedup import som_dedup as som
-from regbot.detection.model import (
-    Candidate,
-    DedupContext,
-    SomSettings,
-    StackShare,
-    Verdict,
-    WindowBounds,
-)
-from regbot.detection.dedup.som_dedup import (
-    elect,
-    grid_side,
-    importance_scores,
-    root_cause_bitmap,
-    som_dedup,
-    stack_links,
-    train_som,
-)
+from regbot.detection.dedup import som_map
+from regbot.detection.dedup_context import DedupContext, StackShare
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import SomSettings
+from regbot.detection.dedup.som_dedup import som_dedup
+from regbot.detection.dedup.som_election import elect, importance_scores
+from regbot.detection.dedup.som_features import root_cause_bitmap, som_features
+from regbot.detection.dedup.som_map import grid_side, train_som
+from regbot.detection.dedup.stack_links import stack_links
 from regbot.errors import InputError
 
 HOUR_S = 3600.0
@@ -134,13 +126,13 @@ def test_grid_side_is_the_ceiling_of_the_fourth_root(n: int, side: int) -> None:
 
 def reference_som(features: np.ndarray, side: int, epochs: int, seed: int) -> np.ndarray:
     """The batch SOM item by item and unit by unit, from the same initial units."""
-    weights = som._initial_weights(features, side, seed)
+    weights = som_map._initial_weights(features, side, seed)
     units = side * side
 
     def bmu_of(x: np.ndarray) -> int:
         return min(range(units), key=lambda u: (float(((x - weights[u]) ** 2).sum()), u))
 
-    for radius in np.linspace(side / 2.0, som.FINAL_RADIUS, epochs):
+    for radius in np.linspace(side / 2.0, som_map.FINAL_RADIUS, epochs):
         bmus = [bmu_of(x) for x in features]
         new = weights.copy()
         for u in range(units):
@@ -454,9 +446,9 @@ def test_the_map_constants_come_from_the_settings() -> None:
     assert len(set(cells_of(som_dedup(candidates, context, SETTINGS)))) == 1
     apart = som_dedup(candidates, context, replace(SETTINGS, merge_distance=0.0))
     assert len(set(cells_of(apart))) > 1  # no unit merges: the map's own split stays
-    features, _ = som.som_features(candidates, context, SETTINGS)
+    features, _ = som_features(candidates, context, SETTINGS)
     doubled = replace(SETTINGS, block_weights=tuple(2 * w for w in SETTINGS.block_weights))
-    np.testing.assert_allclose(som.som_features(candidates, context, doubled)[0], 2 * features)
+    np.testing.assert_allclose(som_features(candidates, context, doubled)[0], 2 * features)
     new_cost = make_candidate("gcpu:new (n.py)", np.r_[np.zeros(N_HIST), np.ones(48)], N_HIST)
     grown = make_candidate("gcpu:old (o.py)", np.r_[np.ones(N_HIST), np.full(48, 1.5)], N_HIST)
     for cap in (SETTINGS.relative_cap, 1.0):

@@ -11,13 +11,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from regbot.detection.model import Candidate, Verdict, WentAwaySettings, WindowBounds
-from regbot.detection.went_away import (
-    mann_kendall,
-    sax_letters,
-    valid_letters,
-    went_away_verdict,
-)
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import WentAwaySettings
+from regbot.detection.went_away import went_away_verdict
+from regbot.detection.went_away_trend import mann_kendall, sax_letters, valid_letters
 
 HOUR_S = 3600.0
 T0_S = 1_700_000_000.0

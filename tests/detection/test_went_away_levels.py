@@ -9,9 +9,11 @@ from scipy.stats import t as student_t
 
 from candidates import grid_candidate
 
-from regbot.detection.model import Candidate, WentAwaySettings
+from regbot.detection.model import Candidate
+from regbot.detection.stage_settings import WentAwaySettings
 from regbot.detection.noise_shape import noise_shape, rolling_levels
-from regbot.detection.went_away import find_drop, went_away_verdict
+from regbot.detection.went_away import went_away_verdict
+from regbot.detection.went_away_levels import find_drop
 
 BUCKET_S = 600.0
 T0_S = 1_700_000_000.0

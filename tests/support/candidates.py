@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from regbot.detection.model import Candidate, WindowBounds
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
 
 
 def grid_candidate(

@@ -1,0 +1,54 @@
+"""The detection pipeline's short-term filters (FBDetect §5.2.2, §5.1): went-away, seasonality
+and thresholds on each candidate in order, in a process pool when there are many.
+
+Complexity: the filters' own, per candidate; candidates are independent.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
+
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.seasonality import seasonality_verdict
+from regbot.detection.stage_settings import DetectionSettings
+from regbot.detection.thresholds import threshold_verdict
+from regbot.detection.went_away import went_away_verdict
+from regbot.detection.window_plan import enough_data_verdict
+
+__all__ = ["judge_candidate", "judge_candidates"]
+
+PARALLEL_FROM = 256  # candidates; fewer are judged in-process (a pool costs more than it saves)
+
+
+def judge_candidate(candidate: Candidate, settings: DetectionSettings) -> list[Verdict]:
+    """The short-term filters in order (went-away, seasonality, threshold), stopping at the first
+    that removes the candidate: the verdicts it collected. A change still waiting for data gets
+    only its ``enough_data`` verdict (recorded only when it fails: it is a precondition of
+    judging, like the change-point test's points on each side, not a filter of its own)."""
+    enough = enough_data_verdict(candidate, settings.workload.windows)
+    if not enough.passed:
+        return [enough]
+    verdicts = [went_away_verdict(candidate, settings.went_away)]
+    if verdicts[-1].passed:
+        verdicts.append(seasonality_verdict(candidate, settings.seasonality))
+    if verdicts[-1].passed:
+        verdicts.append(threshold_verdict(candidate, settings.workload.threshold))
+    return verdicts
+
+
+def judge_candidates(
+    candidates: list[Candidate], settings: DetectionSettings
+) -> list[list[Verdict]]:
+    """``judge_candidate`` for every candidate, in order. Each is a pure function of its
+    candidate, so with many candidates the work is spread over ``settings.workers`` processes
+    (0: one per core); the result is the same as in one process."""
+    workers = settings.workers or os.cpu_count() or 1
+    if workers <= 1 or len(candidates) < PARALLEL_FROM:
+        return [judge_candidate(c, settings) for c in candidates]
+    judge = partial(judge_candidate, settings=settings)
+    chunk = max(16, len(candidates) // (workers * 8))
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(judge, candidates, chunksize=chunk))

@@ -1,0 +1,112 @@
+"""Went-away detector's level terms (FBDetect §5.2.2): the noise of a level of the pre-change
+points, the most likely drop after the change (RegressionGoneAway), and the pre-change season
+removed before judging.
+
+Complexity: O(n) per candidate (prefix sums, rolling levels), plus the seasonality test's ACF.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from regbot.detection.noise_shape import Statistic, rolling_levels
+from regbot.detection.seasonality import choose_period
+from regbot.detection.stage_settings import WentAwaySettings
+
+__all__ = ["Drop", "deseasonalise", "find_drop", "level_noise", "pre_points"]
+
+MAD_NORMAL = 1.4826  # MAD of a normal sample × 1.4826 estimates its standard deviation
+
+
+def pre_points(mask: np.ndarray, pre: np.ndarray) -> np.ndarray:
+    """The pre-change points (of the values being judged) under ``mask``, or all of them."""
+    kept = pre[mask[: pre.size]]
+    return kept if kept.size else pre
+
+
+def level_noise(
+    pre: np.ndarray, m: int, floor: float = 0.0, statistic: Statistic = "mean"
+) -> float:
+    """Robust standard deviation of an ``m``-point level (mean or median) of the pre-change
+    points: 1.4826 × MAD of the levels of every window of ``m`` consecutive points
+    (``rolling_levels``; autocorrelation and slow wander included), or 1.4826 × MAD(points) /
+    √m when the history holds fewer than 8·m points (too few windows to read a spread from);
+    never below ``floor``."""
+    m = max(1, int(m))
+    if len(pre) >= 8 * m:
+        levels = rolling_levels(pre, m, statistic)
+        spread = MAD_NORMAL * float(np.median(np.abs(levels - np.median(levels))))
+    else:
+        spread = MAD_NORMAL * float(np.median(np.abs(pre - np.median(pre)))) / np.sqrt(m)
+    return float(max(spread, floor))
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """The most likely downward shift inside the post-change points: ``index`` is the first
+    point after it (0: none could be placed), ``llr`` its likelihood-ratio statistic,
+    ``p_value`` (χ², 2 degrees of freedom, as the change-point test)."""
+
+    index: int
+    llr: float
+    p_value: float
+
+
+def find_drop(post: np.ndarray, min_after: int, min_before: int = 1) -> Drop:
+    """The maximum-likelihood single downward mean shift in ``post`` (normal loss, exact search
+    over every split with at least ``min_before`` points before and ``min_after`` after, prefix
+    sums, O(n)), tested as the change-point stage tests a rise: LLR = n·log(σ̂₀²/σ̂₁²), χ²(2)."""
+    v = np.asarray(post, dtype=np.float64)
+    n = v.size
+    if n < min_before + max(1, min_after):
+        return Drop(0, 0.0, 1.0)
+    csum = np.concatenate(([0.0], np.cumsum(v)))
+    csq = np.concatenate(([0.0], np.cumsum(v * v)))
+    j = np.arange(min_before, n - max(1, min_after) + 1)
+    mean_a = csum[j] / j
+    mean_b = (csum[n] - csum[j]) / (n - j)
+    rss = (csq[j] - j * mean_a**2) + (csq[n] - csq[j] - (n - j) * mean_b**2)
+    rss = np.where(mean_a > mean_b, rss, np.inf)
+    best = int(np.argmin(rss))
+    if not np.isfinite(rss[best]):
+        return Drop(0, 0.0, 1.0)
+    total = float(csq[n] - csum[n] ** 2 / n)
+    tiny = np.finfo(float).tiny
+    llr = float(n * np.log(max(total, tiny) / max(float(rss[best]), tiny)))
+    return Drop(int(j[best]), llr, float(stats.chi2.sf(llr, 2)))
+
+
+def deseasonalise(
+    times_s: np.ndarray, values: np.ndarray, change_index: int, settings: WentAwaySettings
+) -> tuple[np.ndarray, dict[str, object]]:
+    """``values`` minus the daily (or weekly) profile of the pre-change history, when that history
+    is significantly seasonal (``choose_period``: ACF at the period, as the seasonality stage
+    tests it); otherwise ``values`` unchanged. The profile is the mean of the pre-change points in
+    each of ``min(period_points, 48)`` phase buckets, centred on zero; a bucket with fewer than 2
+    points leaves the series as it is.
+
+    Why: FBDetect runs went-away before the seasonality stage, and on a seasonal series the
+    "normal range" of the history spans the whole daily swing, so a step smaller than the swing
+    would always look gone away. Judging the deseasonalised series keeps the went-away
+    predicate's meaning (does the change last?) on such series; the seasonality stage still
+    decides afterwards whether the change itself is seasonal.
+    """
+    period, period_numbers = choose_period(
+        times_s[:change_index], values[:change_index], settings.periods_s, settings.acf_alpha
+    )
+    if period is None or period_numbers["period_s"] is None:
+        return values, {"deseasonalised": False}
+    period_s = float(period_numbers["period_s"])
+    buckets = int(min(period, 48))
+    phase = np.mod(times_s - times_s[0], period_s) / period_s
+    bucket = np.minimum((phase * buckets).astype(np.int64), buckets - 1)
+    counts = np.bincount(bucket[:change_index], minlength=buckets)
+    if (counts < 2).any():
+        return values, {"deseasonalised": False}
+    profile = np.bincount(bucket[:change_index], weights=values[:change_index], minlength=buckets)
+    profile = profile / counts
+    profile -= profile.mean()
+    return values - profile[bucket], {"deseasonalised": True, "season_period_s": period_s}
