@@ -4,7 +4,6 @@ function's behaviour fingerprint alone; anything that changes what it does does 
 from __future__ import annotations
 
 import pytest
-
 from line_ranges import ranges_between
 
 from regbot.attribution.cosmetic import is_cosmetic, unchanged_anonymous

@@ -22,8 +22,8 @@ concurrent run pushes to the state branch; a re-run of deploy 3 with neither ``p
 deploy sha; and a run with a bad ``dry-run`` input. Every run starts from a workspace without a
 local state file, as on an ephemeral runner.
 
-Assertions about PR comments, the gate on GitHub and the job summary's content depend on regbot's
-publishing (``bot/github/publish.py``); they are in the tests marked ``needs_publishing``.
+Assertions about PR comments, the gate on GitHub and the job summary's content exercise regbot's
+publishing (``bot/github/publish.py``) through the fake GitHub.
 """
 
 from __future__ import annotations
@@ -50,10 +50,6 @@ from regbot.bot.state import open_state
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ACTION = REPO_ROOT / "action.yml"
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
-PUBLISHING = (REPO_ROOT / "bot" / "publish.py").is_file()
-needs_publishing = pytest.mark.skipif(
-    not PUBLISHING, reason="bot/github/publish.py (PR comments and the gate on GitHub) is not there yet"
-)
 
 REPOSITORY = "octo/service"
 TOKEN = "fake-token"
@@ -654,7 +650,6 @@ def test_the_token_reaches_regbot_under_the_configured_name(scenario) -> None:
         assert all(r.status != 401 for r in requests), name
 
 
-@needs_publishing
 def test_regbot_called_github_with_the_token(scenario) -> None:
     requests = scenario.requests["deploy_2"]
     assert requests and all(r.status < 400 for r in requests)
@@ -664,7 +659,6 @@ def test_regbot_called_github_with_the_token(scenario) -> None:
 # Publishing (PR comments, the gate, the summary's content): checked once bot/github/publish.py exists
 
 
-@needs_publishing
 def test_the_summary_shows_the_funnel_and_the_regressions(scenario) -> None:
     for name in ("dry", "deploy_2"):
         summary = scenario.runs[name].summary
@@ -672,7 +666,6 @@ def test_the_summary_shows_the_funnel_and_the_regressions(scenario) -> None:
         assert "gcpu:compute" in summary, name
 
 
-@needs_publishing
 def test_the_real_run_comments_on_the_culprits_pull_request_and_fails_the_gate(scenario) -> None:
     run = scenario.runs["deploy_2"]
     report = report_of(run)
@@ -697,7 +690,6 @@ def test_the_real_run_comments_on_the_culprits_pull_request_and_fails_the_gate(s
     assert [g["conclusion"] for g in gates] == ["failure"]
 
 
-@needs_publishing
 def test_runs_without_a_regression_in_their_window_pass_the_gate(scenario) -> None:
     for name in ("deploy_3", "rerun_3"):
         run = scenario.runs[name]

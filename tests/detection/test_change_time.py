@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from regbot.datasets.fleet import FleetScenario, minimum_detectable_effect, simulate_fleet
 from regbot.detection.change_time import (
     change_posterior,
     credible_span,
@@ -24,7 +25,6 @@ from regbot.detection.stage_settings import ChangePointSettings, DetectionSettin
 from regbot.detection.pipeline import find_change_candidates
 from regbot.detection.presets import Threshold, Windows, WorkloadSettings
 from regbot.detection.report import regression_entry
-from regbot.datasets.fleet import FleetScenario, minimum_detectable_effect, simulate_fleet
 
 N, A, E = 1500, 1440, 1464
 SHARE, SAMPLES = 0.01, 200_000

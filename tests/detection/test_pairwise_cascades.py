@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
 from regbot.detection.dedup_context import DedupContext, StackShare
 from regbot.detection.model import Candidate
 from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import PairwiseSettings
-from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
 
 BUCKET_S = 600.0
 T0_S = 1_700_000_000.0

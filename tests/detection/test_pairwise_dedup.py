@@ -17,12 +17,12 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
 from regbot.datasets.cascades import tree_stack_shares
+from regbot.detection.dedup.pairwise_dedup import correlation_window, member_of, pairwise_dedup
+from regbot.detection.dedup.shared_cause import delta_with_se, noise_of, pair_stats
 from regbot.detection.dedup_context import DedupContext, Group, subroutine_of_series
 from regbot.detection.model import Candidate
 from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import MergeRule, PairwiseSettings
-from regbot.detection.dedup.pairwise_dedup import correlation_window, member_of, pairwise_dedup
-from regbot.detection.dedup.shared_cause import delta_with_se, noise_of, pair_stats
 
 STEP_S = 300.0
 T0_S = 1_700_000_000.0

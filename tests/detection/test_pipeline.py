@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
+from regbot.datasets.fleet import FleetScenario, simulate_fleet
 from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import DetectionSettings, LongTermSettings
 from regbot.detection.pipeline import FUNNEL_KEYS, detect_in_windows, run_detection
 from regbot.detection.presets import MinPoints, Threshold, Windows, WorkloadSettings
 from regbot.detection.report import build_report, regression_id
-from regbot.datasets.fleet import FleetScenario, simulate_fleet
 from regbot.profiles.model import Series
 from regbot.profiles.series_files import read_series_files
 

@@ -8,12 +8,12 @@ from dataclasses import replace
 import numpy as np
 
 from regbot.detection.dedup import DedupSettings
+from regbot.detection.dedup.same_regression import KnownRegression, merge_same_regressions
 from regbot.detection.model import Candidate
 from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import DetectionSettings
 from regbot.detection.pipeline import run_detection
 from regbot.detection.presets import MinPoints, Threshold, Windows, WorkloadSettings
-from regbot.detection.dedup.same_regression import KnownRegression, merge_same_regressions
 from regbot.profiles.model import Series
 
 BUILD_S = 5 * 3600.0  # a build every five hours: far more than the 6-hour merge gap in 2 builds

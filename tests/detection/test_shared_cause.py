@@ -16,16 +16,16 @@ import numpy as np
 import pytest
 
 from regbot.detection.dedup import DedupSettings, deduplicate
-from regbot.detection.dedup_context import DedupContext
-from regbot.detection.model import Candidate
-from regbot.detection.series_batch import WindowBounds
-from regbot.detection.stage_settings import SomSettings
 from regbot.detection.dedup.shared_cause import (
     estimate_load,
     noise_of,
     pair_stats,
 )
 from regbot.detection.dedup.som_dedup import som_dedup
+from regbot.detection.dedup_context import DedupContext
+from regbot.detection.model import Candidate
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import SomSettings
 
 BUCKET_S = 600.0
 T0_S = 1_700_000_000.0

@@ -7,8 +7,6 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from regbot.detection.presets import Windows
-from regbot.detection.series_batch import WindowBounds
 from regbot.datasets.fleet import (
     FleetScenario,
     PlantedEvent,
@@ -17,6 +15,8 @@ from regbot.datasets.fleet import (
     minimum_detectable_effect,
     simulate_fleet,
 )
+from regbot.detection.presets import Windows
+from regbot.detection.series_batch import WindowBounds
 from regbot.errors import InputError
 from regbot.profiles.model import Series
 

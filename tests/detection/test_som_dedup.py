@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 from regbot.detection.dedup import som_map
-from regbot.detection.dedup_context import DedupContext, StackShare
-from regbot.detection.model import Candidate, Verdict
-from regbot.detection.series_batch import WindowBounds
-from regbot.detection.stage_settings import SomSettings
 from regbot.detection.dedup.som_dedup import som_dedup
 from regbot.detection.dedup.som_election import elect, importance_scores
 from regbot.detection.dedup.som_features import root_cause_bitmap, som_features
 from regbot.detection.dedup.som_map import grid_side, train_som
 from regbot.detection.dedup.stack_links import stack_links
+from regbot.detection.dedup_context import DedupContext, StackShare
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import SomSettings
 from regbot.errors import InputError
 
 HOUR_S = 3600.0

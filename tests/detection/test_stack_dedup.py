@@ -10,10 +10,10 @@ import pytest
 
 from regbot.datasets.cascades import tree_stack_shares
 from regbot.detection.dedup import DedupSettings
+from regbot.detection.dedup.stack_dedup import _Attempt, _Problem, bucket_change_points, stack_dedup
 from regbot.detection.dedup_context import DedupContext
 from regbot.detection.model import Candidate
 from regbot.detection.series_batch import WindowBounds
-from regbot.detection.dedup.stack_dedup import _Attempt, _Problem, bucket_change_points, stack_dedup
 
 T_S = 1_700_000_000.0
 MINUTE_S = 60.0

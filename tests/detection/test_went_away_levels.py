@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import t as student_t
-
 from candidates import grid_candidate
+from scipy.stats import t as student_t
 
 from regbot.detection.model import Candidate
 from regbot.detection.stage_settings import WentAwaySettings

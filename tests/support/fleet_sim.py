@@ -81,8 +81,8 @@ import numpy as np
 from scipy import sparse
 from scipy.signal import lfilter
 
-from regbot.detection.presets import DAY_S
 from regbot.datasets.fleet import minimum_detectable_effect
+from regbot.detection.presets import DAY_S
 from regbot.errors import InputError
 from regbot.profiles.model import Series
 from regbot.profiles.series_csv import write_series_csv
