@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from service_repo import run_argv
 
 from regbot.bot.state import open_state
 
@@ -88,21 +89,16 @@ class RealScenario:
         """`regbot run --dry-run` arguments for the regression deploy (for
         ``regbot.bot.cli.main``): the deploy, the previous deploy, the deploy time and, as
         ``--now``, the end of the extended window (the last profile bucket's end)."""
-        arguments = [
-            "run",
-            "-c",
-            str(self.config_path),
-            "--deploy",
-            self.deploy_sha,
-            "--previous",
-            self.previous_sha,
-            "--deployed-at",
-            str(self.deployed_at_s),
+        return run_argv(
+            self.config_path,
             "--now",
             str(self.now_s),
             "--dry-run",
-        ]
-        return arguments + (["-o", str(output)] if output is not None else [])
+            deploy=self.deploy_sha,
+            previous=self.previous_sha,
+            deployed_at=self.deployed_at_s,
+            output=output,
+        )
 
 
 @functools.cache

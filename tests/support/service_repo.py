@@ -102,10 +102,12 @@ def write_regbot_yml(
 
 
 def run_argv(
-    config: Path, *extra: str, deploy: str, previous: str, deployed_at: int, output: Path
+    config: Path, *extra: str, deploy: str, previous: str, deployed_at: int, output: Path | None
 ) -> list[str]:
     """The arguments of `regbot run` for ``deploy`` (after ``previous``, deployed at
-    ``deployed_at``) with the report written to ``output``; ``extra`` follows them."""
+    ``deployed_at``) with the report written to ``output`` (None: no report file); ``extra``
+    follows them."""
+    written = ["-o", str(output)] if output is not None else []
     return [
         "run",
         "-c",
@@ -116,7 +118,6 @@ def run_argv(
         previous,
         "--deployed-at",
         str(deployed_at),
-        "-o",
-        str(output),
+        *written,
         *extra,
     ]
