@@ -29,36 +29,35 @@ Choices, fixed here once:
   duplicate times averaged). A series left with no points is left out. Native histogram samples
   are not series of numbers: a query answering with them is an ``InputError``.
 * **Errors** are ``InputError`` naming the query, the endpoint and what Prometheus said
-  (``errorType: error``). A connection that fails (refused, reset, broken answer) and an HTTP 5xx
-  answer are tried again twice, after ``RETRY_DELAYS_S``; a 4xx answer (400 bad PromQL,
-  422 execution error) is not, since the same request would fail the same way. Timeouts (the
-  client's ``timeout`` or Prometheus' ``errorType: timeout``) are not retried either: the same
-  query would take as long again, and three tries would triple the wait.
+  (``errorType: error``), in one line.
+* **HTTP and retries** live in ``prometheus_http``: one ``urllib3.PoolManager`` per fetch whose
+  ``urllib3.util.Retry`` (``PrometheusRetry``) tries failed connections and 429/502/503/504
+  answers again twice with backoff and ``Retry-After``, and never a timeout (the client's,
+  ``sources.prometheus.timeout``, or Prometheus' own). ``REGBOT_PROMETHEUS_RETRY_SCALE`` (a
+  number ≥ 0, default 1) multiplies every retry wait; tests set it to 0.
 """
 
 from __future__ import annotations
 
-import http.client
-import json
 import math
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import urllib3
 
-from regbot import __version__
 from regbot.bot.config import PrometheusQuery, PrometheusSource
+from regbot.bot.sources.prometheus_http import (
+    PrometheusRetry,
+    pool_manager,
+    post_form,
+    prometheus_retry,
+)
 from regbot.errors import InputError
 from regbot.profiles.model import Series
 from regbot.profiles.series_files import normalise_points
 
 MAX_POINTS_PER_REQUEST = 10_000  # Prometheus refuses more than 11,000 points per series
 MAX_POINTS_PER_SERIES = 100_000  # beyond this the step widens instead of sending more requests
-RETRY_DELAYS_S: tuple[float, ...] = (0.5, 2.0)  # two retries
 QUERY_RANGE_PATH = "/api/v1/query_range"
 
 
@@ -110,16 +109,30 @@ def fetch_prometheus_series(
     start_s: float,
     end_s: float,
     *,
-    retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
+    retry: PrometheusRetry | None = None,
 ) -> list[Series]:
     """Every series each configured query answers over ``[start_s, end_s]`` (epoch seconds), in
-    query order and then by id; see the module docstring for steps, ids, values and errors."""
+    query order and then by id; see the module docstring for steps, ids, values and errors.
+    ``retry`` defaults to ``prometheus_retry()`` (waits scaled by the environment)."""
     if not (math.isfinite(start_s) and math.isfinite(end_s)) or end_s < start_s:
         raise InputError(
             "prometheus window", "finite times with end not before start", (start_s, end_s)
         )
     endpoint = source.url.rstrip("/") + QUERY_RANGE_PATH
     requests = plan_requests(start_s, end_s, query_step_s(source.step_s, start_s, end_s))
+    retry = prometheus_retry() if retry is None else retry
+    with pool_manager(source.url, source.timeout_s, retry) as pool:
+        return _fetch_queries(pool, retry, source, endpoint, requests)
+
+
+def _fetch_queries(
+    pool: urllib3.PoolManager,
+    retry: PrometheusRetry,
+    source: PrometheusSource,
+    endpoint: str,
+    requests: list[RangeRequest],
+) -> list[Series]:
+    """Each query's ``requests`` in turn, its answers joined into series."""
     series: list[Series] = []
     for query in source.queries:
         where = f"prometheus query {query.name!r} ({endpoint})"
@@ -132,7 +145,7 @@ def fetch_prometheus_series(
                 "step": f"{request.step_ms}ms",
                 "timeout": f"{max(1, round(source.timeout_s * 1000))}ms",
             }
-            answer = _post(endpoint, form, source.timeout_s, where, retry_delays_s)
+            answer = post_form(pool, retry, endpoint, form, source.timeout_s, where)
             for metric, times, values in _matrix(answer, where):
                 points.setdefault(metric, []).append((times, values))
         series.extend(_query_series(query, points, where))
@@ -142,92 +155,6 @@ def fetch_prometheus_series(
 def _seconds_text(ms: int) -> str:
     """Whole milliseconds as decimal seconds, exactly (``1700000000.250``)."""
     return f"{ms // 1000}.{ms % 1000:03d}"
-
-
-# --- HTTP -------------------------------------------------------------------------------------
-
-
-class _Retryable(Exception):
-    """A failure worth another try; ``expected`` and ``found`` make the final InputError."""
-
-    def __init__(self, expected: str, found: str | None = None) -> None:
-        super().__init__(expected)
-        self.expected = expected
-        self.found = found
-
-
-def _post(
-    endpoint: str,
-    form: dict[str, str],
-    timeout_s: float,
-    where: str,
-    retry_delays_s: Sequence[float],
-) -> object:
-    """The decoded ``status: success`` answer to one form POST, tried again after each of
-    ``retry_delays_s`` on connection failures and 5xx answers."""
-    attempts = len(retry_delays_s) + 1
-    for attempt in range(attempts):
-        try:
-            return _post_once(endpoint, form, timeout_s, where)
-        except _Retryable as failure:
-            if attempt == attempts - 1:
-                tries = f" ({attempts} attempts)" if attempts > 1 else ""
-                raise InputError(where, failure.expected + tries, failure.found) from None
-            time.sleep(retry_delays_s[attempt])
-    raise AssertionError("unreachable")  # the loop returns or raises
-
-
-def _post_once(endpoint: str, form: dict[str, str], timeout_s: float, where: str) -> object:
-    request = urllib.request.Request(
-        endpoint,
-        data=urllib.parse.urlencode(form).encode("utf-8"),
-        headers={
-            "Content-Type": "application/x-www-form-urlencoded",
-            "Accept": "application/json",
-            "User-Agent": f"regbot/{__version__}",
-        },
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            status, body = response.status, response.read()
-    except urllib.error.HTTPError as error:
-        status, body = error.code, error.read()
-    except urllib.error.URLError as error:
-        if isinstance(error.reason, TimeoutError):
-            raise _timeout(where, timeout_s) from None
-        raise _Retryable("a reachable Prometheus server", str(error.reason)) from None
-    except TimeoutError:
-        raise _timeout(where, timeout_s) from None
-    except (ConnectionError, http.client.HTTPException) as error:
-        raise _Retryable("a complete answer from Prometheus", repr(error)) from None
-    return _answer(status, body, where)
-
-
-def _timeout(where: str, timeout_s: float) -> InputError:
-    return InputError(where, f"an answer within {timeout_s:g} s (sources.prometheus.timeout)")
-
-
-def _answer(status: int, body: bytes, where: str) -> object:
-    """The ``data`` of a successful answer; Prometheus' own error otherwise."""
-    try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        payload = None
-    if not isinstance(payload, dict):
-        text = body[:200].decode("utf-8", "replace").strip()
-        expected = f"a JSON answer from the Prometheus HTTP API (HTTP {status})"
-        if status >= 500:
-            raise _Retryable(expected, text)
-        raise InputError(where, expected, text)
-    if 200 <= status < 300 and payload.get("status") == "success":
-        return payload.get("data")
-    said = f"{payload.get('errorType', 'error')}: {payload.get('error', 'no error message')}"
-    # Prometheus' message goes in `expected`, which InputError does not shorten.
-    expected = f"a successful answer, Prometheus said (HTTP {status}) {said}"
-    if status >= 500 and payload.get("errorType") != "timeout":
-        raise _Retryable(expected)
-    raise InputError(where, expected)
 
 
 # --- answers to series ------------------------------------------------------------------------

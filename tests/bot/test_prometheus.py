@@ -35,12 +35,18 @@ from regbot.bot.sources.prometheus import (
     query_step_s,
     series_id_for,
 )
+from regbot.bot.sources.prometheus_http import RETRY_SCALE_ENV, prometheus_retry, retry_scale
 from regbot.errors import InputError
 
 SPACING_S = 60
 DAY_S = 86400
 LOOKBACK_S = 300  # Prometheus' default lookback delta
-FAST_RETRIES = (0.01, 0.01)
+
+
+@pytest.fixture(autouse=True)
+def no_retry_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries without sleeping, through the environment as a test run sets it."""
+    monkeypatch.setenv(RETRY_SCALE_ENV, "0")
 
 
 # --- the generated history -----------------------------------------------------------------
@@ -339,15 +345,17 @@ def test_bad_promql_names_the_query_url_and_prometheus_error(server: Server) -> 
     assert "bad_data" in message and "parse error" in message and "HTTP 400" in message
 
 
-def test_unreachable_url_is_an_input_error_after_retries() -> None:
+def test_unreachable_url_is_an_input_error_after_retries(caplog: pytest.LogCaptureFixture) -> None:
     url = f"http://127.0.0.1:{_free_port()}"
     query = PrometheusQuery(name="cpu", query="up")
     with pytest.raises(InputError) as caught:
-        fetch_prometheus_series(source(url, query), 0.0, 600.0, retry_delays_s=FAST_RETRIES)
+        fetch_prometheus_series(source(url, query), 0.0, 600.0)
     message = str(caught.value)
     assert "'cpu'" in message and url in message
     assert "reachable Prometheus server (3 attempts)" in message
     assert "refused" in message.lower()
+    assert "\n" not in message and "HTTPConnection" not in message
+    assert not [r for r in caplog.records if r.name.startswith("urllib3")]  # no retry warnings
 
 
 # --- step and request planning (no server) --------------------------------------------------
@@ -403,15 +411,21 @@ def test_series_ids() -> None:
 # --- failure answers, from a scripted HTTP server -----------------------------------------------
 
 
+DROP = 0  # a scripted "status" that closes the connection without an answer
+
+
 @dataclass
 class Scripted:
     """A real HTTP server on 127.0.0.1 that gives the scripted answers in turn (the last one
-    again when they run out) and records each request's method, path and form."""
+    again when they run out) and records each request's method, path, form and arrival time.
+    An answer is ``(status, body)`` or ``(status, body, headers)``; status ``DROP`` closes the
+    connection without answering."""
 
     url: str
-    answers: list[tuple[int, bytes]]
+    answers: list[tuple]
     delay_s: float = 0.0
     requests: list[tuple[str, str, dict[str, list[str]]]] = field(default_factory=list)
+    arrivals: list[float] = field(default_factory=list)
 
 
 @pytest.fixture
@@ -423,11 +437,16 @@ def scripted() -> Iterator[Scripted]:
             length = int(self.headers.get("Content-Length", 0))
             form = urllib.parse.parse_qs(self.rfile.read(length).decode("utf-8"))
             state.requests.append((self.command, self.path, form))
+            state.arrivals.append(time.monotonic())
             time.sleep(state.delay_s)
-            status, body = state.answers[min(len(state.requests), len(state.answers)) - 1]
+            status, body, *headers = state.answers[min(len(state.requests), len(state.answers)) - 1]
+            if status == DROP:
+                return  # HTTP/1.0: the server closes the connection
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers[0] if headers else {}).items():
+                self.send_header(name, value)
             self.end_headers()
             try:
                 self.wfile.write(body)
@@ -463,12 +482,7 @@ SUCCESS = _matrix({"metric": {"__name__": "up", "job": "x"}, "values": [[60, "1"
 
 
 def fetch(url: str, query: str = "up") -> list:
-    return fetch_prometheus_series(
-        source(url, PrometheusQuery(name="q", query=query)),
-        60.0,
-        120.0,
-        retry_delays_s=FAST_RETRIES,
-    )
+    return fetch_prometheus_series(source(url, PrometheusQuery(name="q", query=query)), 60.0, 120.0)
 
 
 def test_requests_are_form_encoded_posts(scripted: Scripted) -> None:
@@ -486,33 +500,95 @@ def test_requests_are_form_encoded_posts(scripted: Scripted) -> None:
     assert (form["start"], form["end"], form["step"]) == (["60.000"], ["120.000"], ["60000ms"])
 
 
-def test_5xx_answers_are_retried_twice(scripted: Scripted) -> None:
-    unavailable = (503, _error("unavailable", "too many queries"))
-    scripted.answers = [unavailable, (500, b"<html>oops</html>"), (200, SUCCESS)]
+UNAVAILABLE = _error("unavailable", "too many queries")
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ((503, UNAVAILABLE), (503, UNAVAILABLE)),
+        ((429, b"slow down"), (502, b"<html>bad gateway</html>")),
+        ((504, b"<html>gateway timeout</html>"), (DROP, b"")),
+    ],
+)
+def test_unavailable_answers_and_broken_connections_are_retried_twice(
+    scripted: Scripted, first: tuple, second: tuple
+) -> None:
+    scripted.answers = [first, second, (200, SUCCESS)]
     assert [item.id for item in fetch(scripted.url)] == ["q{job=x}"]
     assert len(scripted.requests) == 3
+    assert all(form == scripted.requests[0][2] for _, _, form in scripted.requests)
 
 
-def test_5xx_answers_fail_after_three_attempts(scripted: Scripted) -> None:
-    scripted.answers = [(503, _error("unavailable", "too many queries"))]
+def test_unavailable_answers_fail_after_three_attempts(scripted: Scripted) -> None:
+    scripted.answers = [(503, UNAVAILABLE)]
     with pytest.raises(InputError) as caught:
         fetch(scripted.url)
     assert len(scripted.requests) == 3
     message = str(caught.value)
-    assert "HTTP 503" in message and "unavailable: too many queries" in message
-    assert "(3 attempts)" in message and "'q'" in message
+    assert message == (
+        f"prometheus query 'q' ({scripted.url.rstrip('/')}/api/v1/query_range): expected a "
+        "successful answer, Prometheus said (HTTP 503) unavailable: too many queries (3 attempts)"
+    )
+
+
+def test_an_answer_that_is_not_json_fails_after_three_attempts(scripted: Scripted) -> None:
+    scripted.answers = [(502, b"<html>bad gateway</html>")]
+    with pytest.raises(InputError) as caught:
+        fetch(scripted.url)
+    assert len(scripted.requests) == 3
+    message = str(caught.value)
+    assert "a JSON answer from the Prometheus HTTP API (HTTP 502) (3 attempts)" in message
+    assert "bad gateway" in message and "'q'" in message
+
+
+def test_a_connection_closed_every_time_fails_after_three_attempts(scripted: Scripted) -> None:
+    scripted.answers = [(DROP, b"")]
+    with pytest.raises(InputError) as caught:
+        fetch(scripted.url)
+    assert len(scripted.requests) == 3
+    message = str(caught.value)
+    assert "a complete answer from Prometheus (3 attempts)" in message
+    assert "'q'" in message and "\n" not in message
+
+
+def test_retry_after_is_waited_for_and_the_waits_scale(scripted: Scripted) -> None:
+    """At scale 0.01: the Retry-After of 20 s becomes 0.2 s, urllib3's backoff before the second
+    retry (1 s · 2) 0.02 s; an absurd Retry-After is capped (60 s · 0.01) instead of hanging."""
+    scripted.answers = [
+        (503, UNAVAILABLE, {"Retry-After": "20"}),
+        (429, b"", {"Retry-After": "100000"}),
+        (200, SUCCESS),
+    ]
+    retry = prometheus_retry({RETRY_SCALE_ENV: "0.01"})
+    query = PrometheusQuery(name="q", query="up")
+    (series,) = fetch_prometheus_series(source(scripted.url, query), 60.0, 120.0, retry=retry)
+    assert series.id == "q{job=x}"
+    first, second, third = scripted.arrivals
+    assert 0.2 <= second - first < 5.0
+    assert 0.6 <= third - second < 5.0  # the capped Retry-After, not the backoff
+
+
+def test_retry_scale_comes_from_the_environment() -> None:
+    assert retry_scale({}) == 1.0
+    assert retry_scale({RETRY_SCALE_ENV: " 0.5 "}) == 0.5
+    assert prometheus_retry({RETRY_SCALE_ENV: "0"}).backoff_factor == 0.0
+    for bad in ("-1", "nan", "inf", "soon"):
+        with pytest.raises(InputError, match=RETRY_SCALE_ENV):
+            retry_scale({RETRY_SCALE_ENV: bad})
 
 
 @pytest.mark.parametrize(
     ("status", "error_type"),
-    [(400, "bad_data"), (422, "execution"), (503, "timeout")],
+    [(400, "bad_data"), (422, "execution"), (500, "internal"), (503, "timeout")],
 )
-def test_client_errors_and_timeouts_are_not_retried(
+def test_client_errors_internal_errors_and_timeouts_are_not_retried(
     scripted: Scripted, status: int, error_type: str
 ) -> None:
     scripted.answers = [(status, _error(error_type, "the reason")), (200, SUCCESS)]
-    with pytest.raises(InputError, match=f"HTTP {status}.*{error_type}: the reason"):
+    with pytest.raises(InputError, match=f"HTTP {status}.*{error_type}: the reason") as caught:
         fetch(scripted.url)
+    assert "attempts" not in str(caught.value)
     assert len(scripted.requests) == 1
 
 
@@ -542,5 +618,5 @@ def test_a_client_timeout_is_not_retried(scripted: Scripted) -> None:
         url=scripted.url, queries=(PrometheusQuery(name="q", query="up"),), timeout_s=0.1
     )
     with pytest.raises(InputError, match=r"an answer within 0\.1 s"):
-        fetch_prometheus_series(slow, 60.0, 120.0, retry_delays_s=FAST_RETRIES)
+        fetch_prometheus_series(slow, 60.0, 120.0)
     assert len(scripted.requests) == 1
