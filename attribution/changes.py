@@ -17,9 +17,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import git
-from gitdb.exc import BadName, BadObject
-
 from regbot.attribution.commit_analysis import (
     changed_texts,
     functions_of,
@@ -27,11 +24,12 @@ from regbot.attribution.commit_analysis import (
     subroutines_of,
 )
 from regbot.attribution.diff_drivers import attributes_text, git_diff_config
-from regbot.attribution.git_log import GitLog, open_repository, resolve_commit
+from regbot.attribution.git_log import GitLog
 from regbot.attribution.model import Commit, ModifiedSubroutine
 from regbot.attribution.pull_requests import pull_requests
 from regbot.attribution.unified_diff import parse_diff
 from regbot.errors import InputError
+from regbot.git_repository import GitRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +42,8 @@ class _Analysis:
 
 def resolve_revision(repo_path: Path, revision: str) -> str:
     """The full sha of the commit ``revision`` names in ``repo_path`` (InputError otherwise)."""
-    repo_path = Path(repo_path)
-    repo = open_repository(repo_path)
-    try:
-        return resolve_commit(repo, repo_path, revision)
-    finally:
-        repo.close()
+    with GitRepository.open(Path(repo_path)) as repo:
+        return repo.resolve_commit(revision)
 
 
 def read_change_set(
@@ -63,20 +57,16 @@ def read_change_set(
     """
     if not isinstance(max_diff_chars, int) or max_diff_chars < 0:
         raise InputError("max_diff_chars", "a number of characters >= 0", max_diff_chars)
-    repo_path = Path(repo_path)
-    repo = open_repository(repo_path)
-    try:
-        revisions = f"{resolve_commit(repo, repo_path, previous)}..{resolve_commit(repo, repo_path, deploy)}"
+    with GitRepository.open(Path(repo_path)) as repo:
+        revisions = f"{repo.resolve_commit(previous)}..{repo.resolve_commit(deploy)}"
         with tempfile.TemporaryDirectory(prefix="regbot-attributes-") as folder:
             attributes = Path(folder) / "attributes"
             attributes.write_text(attributes_text(), encoding="utf-8")
-            log = GitLog(repo, repo_path, git_diff_config(attributes), revisions)
+            log = GitLog(repo, git_diff_config(attributes), revisions)
             return _read(repo, log, max_diff_chars)
-    finally:
-        repo.close()
 
 
-def _read(repo: git.Repo, log: GitLog, max_diff_chars: int) -> list[Commit]:
+def _read(repo: GitRepository, log: GitLog, max_diff_chars: int) -> list[Commit]:
     headers = log.headers()
     if not headers:
         return []
@@ -84,10 +74,7 @@ def _read(repo: git.Repo, log: GitLog, max_diff_chars: int) -> list[Commit]:
 
     @lru_cache(maxsize=128)
     def read_blob(blob: str) -> bytes | None:
-        try:
-            return repo.odb.stream(bytes.fromhex(blob)).read()
-        except (ValueError, BadName, BadObject, git.GitError):
-            return None
+        return repo.blob(blob)
 
     analyses: dict[str, _Analysis] = {}
 

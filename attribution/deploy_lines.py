@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import ast
 import difflib
-import subprocess
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from regbot.attribution.model import Commit
+from regbot.git_repository import GitRepository
 
 _PAIR_FLOOR = 0.5  # a replaced line keeps its samples when at least this alike to its new form
 
@@ -124,38 +124,37 @@ def read_deploy_lines(
     since_s: float,
 ) -> DeployLines:
     """Line facts of the Python files ``paths`` (repository paths at the deploy) for the
-    deploy ``previous..deploy``; a file git cannot show at the deploy is left out."""
+    deploy ``previous..deploy``; a file git cannot show at the deploy is left out. InputError
+    when ``repo_path`` is no git repository."""
     files: dict[str, FileLines] = {}
-    for path in sorted(p for p in paths if p.endswith(".py")):
-        new = _show(repo_path, deploy, path)
-        if new is None:
-            continue
-        old = _show(repo_path, previous, path) or ""
-        ignored = [arg for sha in cosmetic_only(commits, path) for arg in ("--ignore-rev", sha)]
-        blame = _git(
-            repo_path, ["blame", "--porcelain", *ignored, f"{previous}..{deploy}", "--", path]
-        )
-        header, loops = loop_structure(new)
-        files[path] = FileLines(
-            owner=parse_blame(blame or ""),
-            from_previous=line_map(old.splitlines(), new.splitlines()),
-            header=header,
-            loops=loops,
-        )
+    python = sorted(p for p in paths if p.endswith(".py"))
+    if not python:
+        return DeployLines(files, since_s)
+    with GitRepository.open(Path(repo_path)) as repo:
+        for path in python:
+            new = _show(repo, deploy, path)
+            if new is None:
+                continue
+            old = _show(repo, previous, path) or ""
+            ignored = [arg for sha in cosmetic_only(commits, path) for arg in ("--ignore-rev", sha)]
+            blame = _git(
+                repo, ["blame", "--porcelain", *ignored, f"{previous}..{deploy}", "--", path]
+            )
+            header, loops = loop_structure(new)
+            files[path] = FileLines(
+                owner=parse_blame(blame or ""),
+                from_previous=line_map(old.splitlines(), new.splitlines()),
+                header=header,
+                loops=loops,
+            )
     return DeployLines(files, since_s)
 
 
-def _show(repo_path: Path, revision: str, path: str) -> str | None:
-    return _git(repo_path, ["show", f"{revision}:{path}"])
+def _show(repo: GitRepository, revision: str, path: str) -> str | None:
+    return _git(repo, ["show", f"{revision}:{path}"])
 
 
-def _git(repo_path: Path, args: list[str]) -> str | None:
-    done = subprocess.run(
-        ["git", "-c", "core.quotepath=off", *args],
-        cwd=repo_path,
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", errors="replace")
+def _git(repo: GitRepository, args: list[str]) -> str | None:
+    """``git args``'s output as text, None when git fails (the file is then left out)."""
+    out = repo.output(["-c", "core.quotepath=off", *args])
+    return None if out is None else out.decode("utf-8", errors="replace")

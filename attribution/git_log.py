@@ -1,21 +1,17 @@
 """Reading a revision range's history with ``git log``: commit headers (``-z``) and streamed
 ``git log -p`` passes, one process per pass whatever the range's size (FBDetect §5.6's change
-set is read from these). Also opens repositories and resolves revisions to commits.
+set is read from these). Git runs through ``regbot.git_repository``; a pass's output is read
+line by line while git writes it (memory bounded by one commit's diff).
 
 Design: docs/design/attribution_changes.md
 """
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-import git
-
-from regbot.errors import InputError
+from regbot.git_repository import GitFailure, GitRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,14 +31,14 @@ class CommitHeader:
 
 
 class GitLog:
-    """Runs ``git log`` passes over one revision range of one repository."""
+    """Runs ``git log`` passes over one revision range of one repository; ``config`` holds
+    ``-c`` options for every pass."""
 
-    def __init__(self, repo: git.Repo, shown_path: Path, config: list[str], revisions: str):
-        self.cwd = repo.working_tree_dir or repo.git_dir
-        self.shown_path = shown_path
+    def __init__(self, repo: GitRepository, config: Sequence[str], revisions: str) -> None:
+        self.repo = repo
         self.revisions = revisions
+        self.failure = GitFailure(f"repository {repo.path}", f"a readable history for {revisions}")
         self.base = [
-            git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git",
             *config,
             "log",
             "--no-color",
@@ -50,14 +46,6 @@ class GitLog:
             "--date-order",
             "--reverse",
         ]
-
-    def _failure(self, stderr: bytes) -> InputError:
-        message = stderr.decode("utf-8", errors="replace").strip().splitlines()
-        return InputError(
-            f"repository {self.shown_path}",
-            f"a readable history for {self.revisions}",
-            message[-1] if message else None,
-        )
 
     def headers(self) -> list[CommitHeader]:
         command = [
@@ -67,15 +55,12 @@ class GitLog:
             self.revisions,
             "--",
         ]
-        done = subprocess.run(command, cwd=self.cwd, capture_output=True, check=False)
-        if done.returncode != 0:
-            raise self._failure(done.stderr)
-        text = done.stdout.decode("utf-8", errors="replace")
+        text = self.repo.run(command, self.failure).decode("utf-8", errors="replace")
         if text.endswith("\0"):
             text = text[:-1]
         fields = text.split("\0") if text else []
         if len(fields) % 5:
-            raise self._failure(b"unexpected git log output")
+            raise self.failure.error("unexpected git log output")
         headers = []
         for i in range(0, len(fields), 5):
             sha, parents, author, authored, message = fields[i : i + 5]
@@ -118,46 +103,18 @@ class GitLog:
             self.revisions,
             "--",
         ]
-        with tempfile.TemporaryFile() as stderr:
-            process = subprocess.Popen(command, cwd=self.cwd, stdout=subprocess.PIPE, stderr=stderr)
-            assert process.stdout is not None
+        with self.repo.lines(command, self.failure) as output:
             sha: str | None = None
             lines: list[str] = []
             size = 0
-            try:
-                for raw in process.stdout:
-                    if raw.startswith(b"\0"):
-                        if sha is not None:
-                            handle(sha, lines)
-                        sha, lines, size = raw[1:].strip().decode("ascii"), [], 0
-                    elif sha is not None and (max_chars is None or size <= max_chars):
-                        line = raw.decode("utf-8", errors="replace").rstrip("\n")
-                        lines.append(line)
-                        size += len(line) + 1
-                if sha is not None:
-                    handle(sha, lines)
-            finally:
-                process.stdout.close()
-                code = process.wait()
-            if code != 0:
-                stderr.seek(0)
-                raise self._failure(stderr.read())
-
-
-def open_repository(repo_path: Path) -> git.Repo:
-    try:
-        return git.Repo(repo_path)
-    except (git.NoSuchPathError, git.InvalidGitRepositoryError) as error:
-        raise InputError(
-            f"repository {repo_path}", "a git repository", type(error).__name__
-        ) from None
-
-
-def resolve_commit(repo: git.Repo, repo_path: Path, revision: str) -> str:
-    where = f"revision {revision!r} in repository {repo_path}"
-    if not isinstance(revision, str) or not revision.strip() or revision.startswith("-"):
-        raise InputError(where, "a commit name (sha, branch or tag)")
-    try:
-        return repo.git.rev_parse("--verify", "--quiet", f"{revision}^{{commit}}").strip()
-    except git.GitCommandError:
-        raise InputError(where, "a commit the repository knows") from None
+            for raw in output:
+                if raw.startswith(b"\0"):
+                    if sha is not None:
+                        handle(sha, lines)
+                    sha, lines, size = raw[1:].strip().decode("ascii"), [], 0
+                elif sha is not None and (max_chars is None or size <= max_chars):
+                    line = raw.decode("utf-8", errors="replace").rstrip("\n")
+                    lines.append(line)
+                    size += len(line) + 1
+            if sha is not None:
+                handle(sha, lines)

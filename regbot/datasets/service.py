@@ -94,8 +94,6 @@ from __future__ import annotations
 import copy
 import os
 import re
-import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +103,7 @@ import numpy as np
 
 from regbot.bot.state import open_state
 from regbot.errors import InputError
+from regbot.git_repository import GitFailure, GitRepository, require_git
 
 ScenarioKind = Literal["slower", "caller_calls_more"]
 SCENARIO_KINDS: tuple[ScenarioKind, ...] = ("slower", "caller_calls_more")
@@ -124,6 +123,8 @@ MAX_STACKS = 200  # call paths of one deploy's service (×2 lines per leaf in th
 _DAY_S = 86_400
 _LOOP_LINE_SHARE = 0.2  # of a function's self samples, on its `for` line; the rest on the body
 _GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0"}
+_GIT_IDENTITY = ("-c", "user.name=regbot", "-c", "user.email=regbot@example.com")
+_NEEDS_GIT = "regbot's scenarios make a repository"
 
 
 @dataclass
@@ -1307,24 +1308,10 @@ class _Planner:
 # Writing the repository.
 
 
-def _git(repo: Path, *args: str, stdin: bytes | None = None) -> str:
-    try:
-        done = subprocess.run(
-            ["git", "-c", "user.name=regbot", "-c", "user.email=regbot@example.com", *args],
-            cwd=repo,
-            env={**os.environ, **_GIT_ENV},
-            input=stdin,
-            capture_output=True,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise InputError(
-            "git", "the git command on PATH (regbot's scenarios make a repository)"
-        ) from None
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise InputError(f"git {args[0]} in {repo}", "success", message[-1] if message else None)
-    return done.stdout.decode("utf-8", "replace").strip()
+def _git(repo: GitRepository, *args: str, stdin: bytes | None = None) -> str:
+    failure = GitFailure(f"git {args[0]} in {repo.path}", "success")
+    out = repo.run([*_GIT_IDENTITY, *args], failure, stdin=stdin)
+    return out.decode("utf-8", "replace").strip()
 
 
 def _fast_import_stream(commits: list[_Commit]) -> bytes:
@@ -1358,10 +1345,11 @@ def _fast_import_stream(commits: list[_Commit]) -> bytes:
 def _write_repository(repo: Path, commits: list[_Commit]) -> dict[int, str]:
     """The commits as a git repository (branch main, checked out); mark -> sha."""
     repo.mkdir(parents=True)
-    _git(repo, "init", "-q", "-b", "main")
+    repository = GitRepository(repo, env=_GIT_ENV, needs=_NEEDS_GIT)
+    _git(repository, "init", "-q", "-b", "main")
     marks = repo / ".git" / "scenario-marks"
     _git(
-        repo,
+        repository,
         "fast-import",
         "--quiet",
         f"--export-marks={marks}",
@@ -1372,7 +1360,7 @@ def _write_repository(repo: Path, commits: list[_Commit]) -> dict[int, str]:
         mark, sha = line.split()
         shas[int(mark[1:])] = sha
     marks.unlink()
-    _git(repo, "reset", "-q", "--hard", "main")
+    _git(repository, "reset", "-q", "--hard", "main")
     return shas
 
 
@@ -1674,8 +1662,7 @@ def build_scenario(
         raise InputError("kind", "one of " + ", ".join(SCENARIO_KINDS), kind)
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise InputError(str(directory), "an empty or absent directory for the scenario")
-    if shutil.which("git") is None:
-        raise InputError("git", "the git command on PATH (regbot's scenarios make a repository)")
+    require_git(_NEEDS_GIT)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 20261122]))
     messages = _Messages(rng)
     state = _generate_service(rng)
