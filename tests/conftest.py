@@ -1,4 +1,8 @@
-"""Shared factory fixtures for regbot's tests."""
+"""Shared fixtures for regbot's tests.
+
+Plain builders that tests call (candidates and their windows) live in ``tests/support/factories.py``,
+imported as ``from factories import build_candidate``: with ``--import-mode=importlib`` a test module
+cannot import ``conftest``, while ``tests/support`` is on ``pythonpath``."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from factories import build_candidate
 
 from regbot.detection.cost_domains import CostDomain, class_qualifier, cost_domains
 from regbot.detection.cost_shift import cost_shift_verdict, cost_shift_verdicts
@@ -40,19 +41,8 @@ def level(rng: np.random.Generator, base: float, step: float = 0.0, noise: float
 
 def candidate(series_id: str, values: np.ndarray, kind: str = "gcpu", times=TIMES) -> Candidate:
     c = CHANGE if len(values) == N else len(values) // 2
-    return Candidate(
-        series_id,
-        kind,
-        times,
-        values,
-        1.0,
-        c,
-        float(times[c]),
-        float(values[:c].mean()),
-        float(values[c:].mean()),
-        100.0,
-        1e-9,
-        WINDOWS,
+    return build_candidate(
+        series_id, values, c, times=times, windows=WINDOWS, kind=kind, llr=100.0, p_value=1e-9
     )
 
 

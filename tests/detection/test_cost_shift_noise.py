@@ -25,6 +25,7 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
+from factories import build_candidate
 from scipy.signal import lfilter
 from scipy.stats import t as student_t
 
@@ -92,19 +93,8 @@ def class_case(
     ids = [f"gcpu:Svc{seed}.m{j} (svc/s{seed}.py)" for j in range(methods)]
     at = int(change + rng.integers(-3, 4))
     cands = [
-        Candidate(
-            ids[j],
-            "gcpu",
-            TIMES_S,
-            values[j],
-            1.0,
-            at,
-            float(TIMES_S[at]),
-            float(values[j, :at].mean()),
-            float(values[j, at:].mean()),
-            100.0,
-            1e-9,
-            WINDOWS,
+        build_candidate(
+            ids[j], values[j], at, times=TIMES_S, windows=WINDOWS, llr=100.0, p_value=1e-9
         )
         for j in (0, 1)
     ]

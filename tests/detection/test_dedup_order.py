@@ -8,11 +8,11 @@ Hourly series; ``change_index`` is the first point after the change (``detection
 from __future__ import annotations
 
 import numpy as np
+from factories import build_candidate, grid_windows
 
 from regbot.detection.dedup import DedupSettings, deduplicate
 from regbot.detection.dedup_context import DedupContext, StackShare
 from regbot.detection.model import Candidate
-from regbot.detection.series_batch import WindowBounds
 
 HOUR_S = 3600.0
 T0_S = 1_700_000_000.0
@@ -20,9 +20,7 @@ N_HIST, N_AFTER = 240, 48
 N = N_HIST + N_AFTER
 AT = N_HIST + 6
 TIMES_S = T0_S + HOUR_S * np.arange(N)
-WINDOWS = WindowBounds(
-    T0_S, T0_S + N_HIST * HOUR_S, T0_S + (N_HIST + 24) * HOUR_S, T0_S + (N - 1) * HOUR_S
-)
+WINDOWS = grid_windows(T0_S, HOUR_S, N_HIST, 24, T0_S + (N - 1) * HOUR_S)
 SEEDS = range(10)
 
 
@@ -33,19 +31,8 @@ def series(rng: np.random.Generator, base: float, step: float, noise: float = 0.
 
 
 def candidate(series_id: str, values: np.ndarray) -> Candidate:
-    return Candidate(
-        series_id,
-        "gcpu",
-        TIMES_S,
-        values,
-        1.0,
-        AT,
-        float(TIMES_S[AT]),
-        float(values[:AT].mean()),
-        float(values[AT:].mean()),
-        100.0,
-        1e-9,
-        WINDOWS,
+    return build_candidate(
+        series_id, values, AT, times=TIMES_S, windows=WINDOWS, llr=100.0, p_value=1e-9
     )
 
 

@@ -6,6 +6,7 @@ apart, and the cascade rule does not put ``main``, whose rise two causes share, 
 from __future__ import annotations
 
 import numpy as np
+from factories import build_candidate
 
 from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
 from regbot.detection.dedup_context import DedupContext, StackShare
@@ -48,10 +49,9 @@ def share_of(name: str) -> StackShare:
 def candidate(name: str, rng: np.random.Generator) -> Candidate:
     rise = float(share_of(name).rises.sum())
     values = rng.normal(0.0, 0.001, POINTS) + rise * (np.arange(POINTS) >= AT)
-    return Candidate(
-        f"gcpu:{name}", "gcpu", TIMES, values, 1.0, AT, float(TIMES[AT]),
-        float(values[:AT].mean()), float(values[AT:].mean()), 50.0, 1e-9, WINDOWS,
-    )  # fmt: skip
+    return build_candidate(
+        f"gcpu:{name}", values, AT, times=TIMES, windows=WINDOWS, llr=50.0, p_value=1e-9
+    )
 
 
 def test_callers_of_one_slowed_function_join_its_group_and_an_independent_one_stays_apart() -> None:

@@ -13,6 +13,7 @@ import json
 
 import numpy as np
 import pytest
+from factories import build_candidate
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
@@ -89,19 +90,16 @@ def candidate(
         w.extended_start_s + shift_s,
         w.end_s + shift_s,
     )
-    return Candidate(
+    return build_candidate(
         series_id,
-        kind,
-        times,
         values,
-        sign,
         change,
-        float(times[change]),
-        float(values[:change].mean()),
-        float(values[change:].mean()),
-        50.0,
-        1e-9,
-        windows,
+        times=times,
+        windows=windows,
+        kind=kind,
+        sign=sign,
+        llr=50.0,
+        p_value=1e-9,
     )
 
 

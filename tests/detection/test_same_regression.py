@@ -6,14 +6,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from factories import build_candidate
 
 from regbot.detection.dedup import DedupSettings
 from regbot.detection.dedup.same_regression import KnownRegression, merge_same_regressions
 from regbot.detection.model import Candidate
-from regbot.detection.series_batch import WindowBounds
-from regbot.detection.stage_settings import DetectionSettings
 from regbot.detection.pipeline import run_detection
 from regbot.detection.presets import MinPoints, Threshold, Windows, WorkloadSettings
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import DetectionSettings
 from regbot.profiles.model import Series
 
 BUILD_S = 5 * 3600.0  # a build every five hours: far more than the 6-hour merge gap in 2 builds
@@ -24,19 +25,15 @@ SETTINGS = DedupSettings(merge_gap_s=GAP_S)  # merge_alpha 0.01, merge_min_point
 def candidate(values: np.ndarray, change_index: int, series_id: str = "bench/a") -> Candidate:
     times = BUILD_S * np.arange(len(values), dtype=np.float64)
     windows = WindowBounds(0.0, times[change_index - 2], times[-6], times[-1])
-    return Candidate(
-        series_id=series_id,
+    return build_candidate(
+        series_id,
+        values,
+        change_index,
+        times=times,
+        windows=windows,
         kind="latency",
-        times_s=times,
-        values=values,
-        sign=1.0,
-        change_index=change_index,
-        change_time_s=float(times[change_index]),
-        mean_before=float(values[:change_index].mean()),
-        mean_after=float(values[change_index:].mean()),
         llr=50.0,
         p_value=1e-6,
-        windows=windows,
     )
 
 

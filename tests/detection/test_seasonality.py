@@ -6,12 +6,13 @@ import json
 
 import numpy as np
 import pytest
+from factories import build_candidate
 from scipy import stats
 
 from regbot.detection.model import Candidate
+from regbot.detection.seasonality import choose_period, seasonality_verdict
 from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import SeasonalitySettings
-from regbot.detection.seasonality import choose_period, seasonality_verdict
 
 HOUR_S = 3600.0
 HISTORY_DAYS = 12
@@ -47,20 +48,7 @@ def daily_candidate(
     windows = WindowBounds(
         -HOUR_S, analysis_start * HOUR_S, extended_start, extended_start + extended_points * HOUR_S
     )
-    return Candidate(
-        series_id=f"seed-{seed}",
-        kind="gcpu",
-        times_s=times,
-        values=values,
-        sign=1.0,
-        change_index=change,
-        change_time_s=float(times[change]),
-        mean_before=float(values[:change].mean()),
-        mean_after=float(values[change:].mean()),
-        llr=0.0,
-        p_value=0.0,
-        windows=windows,
-    )
+    return build_candidate(f"seed-{seed}", values, change, times=times, windows=windows)
 
 
 def test_naive_change_point_on_the_daily_peak_looks_significant() -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from candidates import grid_candidate
+from factories import grid_candidate
 from scipy.stats import t as student_t
 
 from regbot.detection.model import Candidate
-from regbot.detection.stage_settings import SeasonalitySettings
 from regbot.detection.seasonality import residual_scale, seasonality_verdict
+from regbot.detection.stage_settings import SeasonalitySettings
 
 BUCKET_S = 600.0
 T0_S = 1_699_920_000.0  # midnight UTC

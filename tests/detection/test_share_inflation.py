@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from factories import build_candidate
 
 from regbot.detection.dedup import DedupSettings, deduplicate
 from regbot.detection.dedup_context import DedupContext
@@ -54,19 +55,14 @@ def shares(
 
 def candidate(series_id: str, values: np.ndarray) -> Candidate:
     threshold = Verdict("threshold", True, "", {"mode": "absolute", "threshold": 0.0001})
-    return Candidate(
+    return build_candidate(
         series_id,
-        "gcpu",
-        TIMES,
         values,
-        1.0,
         AT,
-        float(TIMES[AT]),
-        float(values[:AT].mean()),
-        float(values[AT:].mean()),
-        50.0,
-        1e-9,
-        WINDOWS,
+        times=TIMES,
+        windows=WINDOWS,
+        llr=50.0,
+        p_value=1e-9,
         verdicts={"threshold": threshold},
     )
 

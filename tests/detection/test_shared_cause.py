@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from factories import build_candidate
 
 from regbot.detection.dedup import DedupSettings, deduplicate
 from regbot.detection.dedup.shared_cause import (
@@ -101,19 +102,8 @@ def fleet(
 
 
 def candidate(series_id: str, values: np.ndarray, at: int, kind: str = "gcpu") -> Candidate:
-    return Candidate(
-        series_id,
-        kind,
-        TIMES,
-        values,
-        1.0,
-        at,
-        float(TIMES[at]),
-        float(values[:at].mean()),
-        float(values[at:].mean()),
-        100.0,
-        1e-12,
-        WINDOWS,
+    return build_candidate(
+        series_id, values, at, times=TIMES, windows=WINDOWS, kind=kind, llr=100.0, p_value=1e-12
     )
 
 

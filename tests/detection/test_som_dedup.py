@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from factories import build_candidate, grid_windows
 
 from regbot.detection.dedup import som_map
 from regbot.detection.dedup.som_dedup import som_dedup
@@ -20,7 +21,6 @@ from regbot.detection.dedup.som_map import grid_side, train_som
 from regbot.detection.dedup.stack_links import stack_links
 from regbot.detection.dedup_context import DedupContext, StackShare
 from regbot.detection.model import Candidate, Verdict
-from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import SomSettings
 from regbot.errors import InputError
 
@@ -29,12 +29,7 @@ T0_S = 1_700_000_000.0
 N_HIST, N_ANALYSIS, N_EXTENDED = 240, 24, 24  # hourly points
 N_POINTS = N_HIST + N_ANALYSIS + N_EXTENDED
 TIMES_S = T0_S + HOUR_S * np.arange(N_POINTS)
-WINDOWS = WindowBounds(
-    T0_S,
-    T0_S + N_HIST * HOUR_S,
-    T0_S + (N_HIST + N_ANALYSIS) * HOUR_S,
-    T0_S + (N_POINTS - 1) * HOUR_S,
-)
+WINDOWS = grid_windows(T0_S, HOUR_S, N_HIST, N_ANALYSIS, T0_S + (N_POINTS - 1) * HOUR_S)
 SETTINGS = SomSettings()
 SEEDS = range(30)
 LEAF = "gcpu:leaf (a.py)"
@@ -45,19 +40,8 @@ def make_candidate(
 ) -> Candidate:
     """A candidate over the hourly windows, its means taken from ``values`` either side of the
     change (``values[change_index:]`` is after)."""
-    return Candidate(
-        series_id=series_id,
-        kind=kind,
-        times_s=TIMES_S,
-        values=values,
-        sign=1.0,
-        change_index=change_index,
-        change_time_s=float(TIMES_S[change_index]),
-        mean_before=float(values[:change_index].mean()),
-        mean_after=float(values[change_index:].mean()),
-        llr=0.0,
-        p_value=0.0,
-        windows=WINDOWS,
+    return build_candidate(
+        series_id, values, change_index, times=TIMES_S, windows=WINDOWS, kind=kind
     )
 
 

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from factories import build_candidate
 
 from regbot.datasets.cascades import tree_stack_shares
 from regbot.detection.dedup import DedupSettings
@@ -55,19 +56,8 @@ def candidate(subroutine: str, delta: float, minutes: float = 0.0, *, before=Non
     base = gcpu_before(subroutine) if before is None else before
     times = np.array([at_s - 600.0, at_s, at_s + 600.0])
     values = np.array([base, base + delta, base + delta])
-    return Candidate(
-        f"gcpu:{subroutine}",
-        "gcpu",
-        times,
-        values,
-        1.0,
-        1,
-        at_s,
-        base,
-        base + delta,
-        20.0,
-        1e-6,
-        WINDOWS,
+    return build_candidate(
+        f"gcpu:{subroutine}", values, 1, times=times, windows=WINDOWS, llr=20.0, p_value=1e-6
     )
 
 

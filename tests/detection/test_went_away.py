@@ -9,10 +9,10 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from factories import grid_candidate
 from scipy import stats
 
 from regbot.detection.model import Candidate, Verdict
-from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import WentAwaySettings
 from regbot.detection.went_away import went_away_verdict
 from regbot.detection.went_away_trend import mann_kendall, sax_letters, valid_letters
@@ -36,25 +36,15 @@ def make_candidate(
 ) -> Candidate:
     """A candidate over hourly points: historical ``[0, n_hist)``, analysis
     ``[n_hist, n_hist + n_analysis)``, extended to the last point."""
-    values = np.asarray(values, dtype=np.float64)
-    times = T0_S + step_s * np.arange(values.size)
-    windows = WindowBounds(
-        T0_S, T0_S + n_hist * step_s, T0_S + (n_hist + n_analysis) * step_s, float(times[-1])
-    )
-    before, after = values[:change_index], values[change_index:]
-    return Candidate(
+    return grid_candidate(
+        values,
+        change_index,
+        n_hist=n_hist,
+        n_analysis=n_analysis,
+        bucket_s=step_s,
+        t0_s=T0_S,
         series_id="svc/cpu",
         kind="cpu",
-        times_s=times,
-        values=values,
-        sign=1.0,
-        change_index=change_index,
-        change_time_s=float(times[min(change_index, values.size - 1)]),
-        mean_before=float(before.mean()) if before.size else 0.0,
-        mean_after=float(after.mean()) if after.size else 0.0,
-        llr=0.0,
-        p_value=0.0,
-        windows=windows,
     )
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from candidates import grid_candidate
+from factories import grid_candidate
 from scipy.stats import t as student_t
 
 from regbot.detection.model import Candidate
-from regbot.detection.stage_settings import WentAwaySettings
 from regbot.detection.noise_shape import noise_shape, rolling_levels
+from regbot.detection.stage_settings import WentAwaySettings
 from regbot.detection.went_away import went_away_verdict
 from regbot.detection.went_away_levels import find_drop
 
