@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -248,7 +248,7 @@ def _rename_locals(function: ast.AST) -> None:
             node.name = order[node.name]
 
 
-def _own_scope(function: ast.AST):
+def _own_scope(function: ast.AST) -> Iterator[ast.AST]:
     """The nodes of ``function``'s own scope: not inside nested functions, classes, lambdas or
     comprehensions (their names are theirs), but their names and decorators, which bind or
     run in this scope."""

@@ -178,8 +178,8 @@ def match_subroutines(
             result.setdefault(subroutine, []).append((target.sub, score / 100.0))
 
     order = {t.sub: t.order for t in targets}
-    for hits in result.values():
-        hits.sort(key=lambda hit: (-hit[1], order[hit[0]]))
+    for scored in result.values():
+        scored.sort(key=lambda hit: (-hit[1], order[hit[0]]))
     return result
 
 

@@ -153,13 +153,11 @@ def _owned_by_line(
         for header in chain[1:]:
             hb, ha = own_lines.get(header, (0.0, 0.0))
             rho.append(ha / (ratio * hb) if hb > 0 and ha > 0 else None)
-        measured = [j for j, r in enumerate(rho) if r is not None]
+        measured = [(j, r) for j, r in enumerate(rho) if r is not None]
         parts: list[tuple[float, list[int]]] = []
-        for k, j in enumerate(measured):
-            inner = rho[j]
-            assert inner is not None
-            outer = rho[measured[k + 1]] if k + 1 < len(measured) else rho_out
-            stop = measured[k + 1] if k + 1 < len(measured) else len(chain)
+        for k, (j, inner) in enumerate(measured):
+            outer = measured[k + 1][1] if k + 1 < len(measured) else rho_out
+            stop = measured[k + 1][0] if k + 1 < len(measured) else len(chain)
             parts.append((max(0.0, math.log(inner / outer)), chain[j:stop]))
         total = sum(p for p, _ in parts)
         if total <= 0:

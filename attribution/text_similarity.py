@@ -153,4 +153,5 @@ def text_similarities(regression_doc: str, commit_docs: Sequence[str]) -> np.nda
         return np.zeros(len(commit_docs))
     regression = matrix[len(commit_docs)]
     cosine = (matrix[: len(commit_docs)] @ regression.T).toarray().ravel()
-    return np.clip(cosine, 0.0, 1.0)
+    clipped: np.ndarray = np.clip(cosine, 0.0, 1.0)
+    return clipped

@@ -187,7 +187,8 @@ class GitRepository:
         if self._repo is None:
             self._repo = git.Repo(self.path)
         try:
-            return self._repo.odb.stream(bytes.fromhex(sha)).read()
+            data: bytes = self._repo.odb.stream(bytes.fromhex(sha)).read()
+            return data
         except (ValueError, BadName, BadObject, git.GitError):
             return None
 
