@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Annotated
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from regbot.attribution.text_similarity import (
     text_similarities,
 )
 from regbot.profiles.sample_index import SampleIndex
+from regbot.settings_fields import NOT_IN_CONFIG, Score
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +60,21 @@ class RegressionEvidence:
 
 
 @dataclass(frozen=True, slots=True)
-class AttributionSettings:
-    """Ranking settings, the gCPU attribution scope, the fuzzy-match floor of frame matching."""
+class AttributionSettings(RankSettings):
+    """``regbot.yml``'s ``attribution:``: the ranking's settings (``RankSettings``: the parts'
+    weights; no candidate is named unless the top score reaches ``confidence_floor`` and leads
+    the second by ``top1_margin``; at most ``max_candidates`` are listed), then ``scope``: which
+    modified frames gCPU attribution counts (``informative``, ``downstream`` or ``stack``, see
+    ``regbot.attribution.gcpu_attribution``); ``fuzzy_floor``: the rapidfuzz ratio (0-100) a
+    frame must reach to match a modified function by name alone; ``signal_kinds``: series kinds
+    that describe a set-up rather than performance (feature flags, config rollouts), used for
+    the correlation part and never run through detection; ``text_frames``: the heaviest stack
+    paths whose frames join a regression's text (not a key of the file)."""
 
-    rank: RankSettings = RankSettings()
     scope: Scope = "informative"
-    fuzzy_floor: float = 90.0
-    text_frames: int = 3
+    fuzzy_floor: Score = 90.0
+    signal_kinds: frozenset[str] = frozenset({"feature_flag", "config", "rollout", "experiment"})
+    text_frames: Annotated[int, NOT_IN_CONFIG] = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +230,7 @@ def attribute(
         for g, t, c in zip(gcpu, text, correlation, strict=True)
     ]
     notes = () if any(g is not None for g in gcpu) else ("gCPU attribution does not apply",)
-    ranked = rank_commits(changes.commits, parts, settings.rank, changes.modified)
+    ranked = rank_commits(changes.commits, parts, settings, changes.modified)
     return Attribution(ranked.ranked, ranked.candidates, ranked.confidence, notes)
 
 

@@ -22,23 +22,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from regbot.attribution.model import Attribution, Commit, ScoredCommit, ScoreParts
+from regbot.settings_fields import NonNegative, Share
 
 PART_NAMES = ("gcpu_attribution", "text_similarity", "correlation")
 
 
 @dataclass(frozen=True, slots=True)
-class RankSettings:
-    """Weights of the parts, the confidence floor, the top-1 margin, how many to name."""
+class ScoreWeights:
+    """Weights of a candidate score's parts (FBDetect §5.6); they need not sum to 1."""
 
-    gcpu_attribution: float = 0.5
-    text_similarity: float = 0.25
-    correlation: float = 0.25
-    confidence_floor: float = 0.5
-    top1_margin: float = 0.1
+    gcpu_attribution: NonNegative = 0.5
+    text_similarity: NonNegative = 0.25
+    correlation: NonNegative = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class RankSettings:
+    """Weights of the parts, the confidence floor, the top-1 margin, how many to name (the
+    ranking's part of ``regbot.yml``'s ``attribution:``, see ``AttributionSettings``)."""
+
+    weights: ScoreWeights = ScoreWeights()
+    confidence_floor: Share = 0.5
+    top1_margin: Share = 0.1
     max_candidates: int = 3
 
     def weight(self, part: str) -> float:
-        return float(getattr(self, part))
+        return float(getattr(self.weights, part))
 
 
 def weighted_score(parts: dict[str, float | None], settings: RankSettings) -> float:

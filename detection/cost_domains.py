@@ -118,7 +118,7 @@ class DomainIndex:
         for commit in sorted(context.commit_subroutines):
             for sub in context.commit_subroutines[commit]:
                 self.sub_commits.setdefault(sub, []).append(commit)
-        self.patterns = [(name, re.compile(rx)) for name, rx in settings.custom_domains]
+        self.patterns = [(d.name, re.compile(d.regex)) for d in settings.domains]
         self.classes: dict[tuple[str, str | None], list[str]] | None = None
         self.prefixed: dict[tuple[str, str, str], tuple[str, ...]] = {}
         self.custom: dict[tuple[int, str], dict[object, list[str]]] = {}

@@ -12,7 +12,6 @@ from regbot import __version__
 from regbot.atomic import write_json_atomic
 from regbot.bot.config import load_config
 from regbot.bot.dedup_context import build_dedup_context, open_profile_index
-from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.bot.state import open_state
 from regbot.bot.views.tables import detection_table, funnel_line
 from regbot.detection.dedup import deduplicate
@@ -25,7 +24,7 @@ from regbot.timefmt import parse_time
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     config = load_config(args.config)
-    settings = detection_settings(config, args.workload)
+    settings = config.detection_for(args.workload)
     if not find_series_files(args.series):
         raise InputError(
             " ".join(map(str, args.series)), "series files (.csv, .jsonl, or folders of them)"
@@ -37,19 +36,19 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     context = build_dedup_context(
         result.reported, series, index, result.windows, config.higher_is_better
     )
-    dedup_config = dedup_settings(config)
     if args.no_state:
-        dedup = deduplicate(result.reported, context, [], [], dedup_config)
+        dedup = deduplicate(result.reported, context, [], [], config.dedup, config.cost_shift)
         report = build_report(result, __version__, dedup)
     else:
         with open_state(config.state) as state:
-            since = result.windows.historical_start_s - dedup_config.pairwise.max_gap_s
+            since = result.windows.historical_start_s - config.dedup.pairwise_max_gap_s
             dedup = deduplicate(
                 result.reported,
                 context,
                 state.known_regressions(),
                 state.groups(since),
-                dedup_config,
+                config.dedup,
+                config.cost_shift,
             )
             report = build_report(result, __version__, dedup)
             state.record_run(time.time(), report, dedup.groups, report["regressions"])

@@ -40,7 +40,6 @@ from pathlib import Path
 from rich.console import Console
 
 from regbot.bot.config import Config, load_config
-from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.bot.explanation.build import build_explanation, explanation_json, json_plain
 from regbot.bot.explanation.lookup import known_ids, resolve_id
 from regbot.bot.state import open_state_read_only
@@ -109,13 +108,17 @@ def explain_config(args: argparse.Namespace) -> Config:
     return load_config(args.config) if args.config is not None or args.state is None else Config()
 
 
+INFLATION_KEYS = ("enabled", "share_inflation", "inflation_alpha")  # shown on their own
+
+
 def settings_in_force(config: Config) -> dict[str, object]:
     """The detection and dedup constants of ``config`` as the stages get them (their own
     defaults where the file says nothing): ``detection.change_point``, ``detection.fleet_load``
     and the dedup stages' settings (``cost_shift`` None when off). ``source``: the file read
     (None: no file, the defaults). A stored report does not record its run's settings, so these
     are the ones the config gives now."""
-    detection = detection_settings(config)
+    detection, cost = config.detection, config.cost_shift
+    shift = {k: v for k, v in asdict(cost).items() if k not in INFLATION_KEYS}
     source = config.source if config.source and Path(config.source).is_file() else None
     return json_plain(
         {
@@ -124,7 +127,11 @@ def settings_in_force(config: Config) -> dict[str, object]:
                 "change_point": asdict(detection.change_point),
                 "fleet_load": asdict(detection.fleet_load),
             },
-            "dedup": asdict(dedup_settings(config)),
+            "dedup": {
+                **asdict(config.dedup),
+                "cost_shift": shift if cost.enabled else None,
+                "share_inflation": {"alpha": cost.inflation_alpha} if cost.share_inflation else None,
+            },
         }
     )  # type: ignore[return-value]
 

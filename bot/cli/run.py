@@ -48,7 +48,6 @@ from rich.console import Console
 from regbot import __version__
 from regbot.atomic import write_json_atomic
 from regbot.attribution.attribute import (
-    AttributionSettings,
     DeployChanges,
     RegressionEvidence,
     attribute,
@@ -58,11 +57,9 @@ from regbot.attribution.attribute import (
 from regbot.attribution.changes import read_change_set, resolve_revision
 from regbot.attribution.deploy_lines import DeployLines, read_deploy_lines
 from regbot.attribution.model import Attribution, Commit, ScoredCommit
-from regbot.attribution.rank import RankSettings
 from regbot.attribution.stack_paths import heaviest_paths
 from regbot.bot.config import Config, load_config
 from regbot.bot.dedup_context import build_dedup_context
-from regbot.bot.detection_settings import dedup_settings, detection_settings
 from regbot.bot.gate import GateDecision, decide_gate
 from regbot.bot.github.api import GitHubClient, GitHubError
 from regbot.bot.github.comment import render_summary
@@ -93,23 +90,6 @@ from regbot.timefmt import parse_time
 
 RANKED_IN_REPORT = 10  # the ranking kept for `regbot explain` beyond the named candidates
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
-
-
-def attribution_settings(config: Config) -> AttributionSettings:
-    """Attribution's settings from ``regbot.yml``."""
-    a = config.attribution
-    return AttributionSettings(
-        rank=RankSettings(
-            gcpu_attribution=a.weights.gcpu_attribution,
-            text_similarity=a.weights.text_similarity,
-            correlation=a.weights.correlation,
-            confidence_floor=a.confidence_floor,
-            top1_margin=a.top1_margin,
-            max_candidates=a.max_candidates,
-        ),
-        scope=a.scope,  # type: ignore[arg-type]
-        fuzzy_floor=a.fuzzy_floor,
-    )
 
 
 def candidate_entry(scored: ScoredCommit) -> dict[str, object]:
@@ -234,7 +214,7 @@ def analyse(
     workload: str | None,
 ) -> tuple[dict, list, Mapping[str, Candidate]]:
     """Detection, dedup (with the deploy's commit → subroutines map) and attribution."""
-    settings = detection_settings(config, workload)
+    settings = config.detection_for(workload)
     result = detect_in_windows(run_series.series, settings, windows)
     context = build_dedup_context(
         result.reported,
@@ -244,14 +224,18 @@ def analyse(
         config.higher_is_better,
         changes.commit_subroutines(),
     )
-    dedup_config = dedup_settings(config)
-    since = windows.historical_start_s - dedup_config.pairwise.max_gap_s
+    since = windows.historical_start_s - config.dedup.pairwise_max_gap_s
     dedup = deduplicate(
-        result.reported, context, state.known_regressions(), state.groups(since), dedup_config
+        result.reported,
+        context,
+        state.known_regressions(),
+        state.groups(since),
+        config.dedup,
+        config.cost_shift,
     )
     report = build_report(result, __version__, dedup)
     by_id = {c.regression_id: c for c in dedup.representatives}
-    attribution = attribution_settings(config)
+    attribution = config.attribution
     for entry in report["regressions"]:
         candidate = by_id[entry["id"]]
         found = attribute(
@@ -426,7 +410,7 @@ def _run(
             )
         commits = read_change_set(config.repository.path, previous, deploy)
         changes = with_lines(
-            prepare_changes(commits, run_series.index, attribution_settings(config).fuzzy_floor),
+            prepare_changes(commits, run_series.index, config.attribution.fuzzy_floor),
             _line_reader(config, state, previous, deploy, commits),
         )
         report, groups, by_id = analyse(config, run_series, windows, changes, state, args.workload)

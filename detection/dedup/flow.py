@@ -22,51 +22,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Literal
 
 from regbot.detection.cost_shift import cost_shift_verdicts
-from regbot.detection.dedup_context import DedupContext, Group
-from regbot.detection.model import Candidate, Verdict
-from regbot.detection.stage_settings import CostShiftSettings, PairwiseSettings, SomSettings
 from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
 from regbot.detection.dedup.same_regression import KnownRegression, merge_same_regressions
-from regbot.detection.share_inflation import ShareInflationSettings, share_inflation_verdicts
 from regbot.detection.dedup.som_dedup import joined_verdict, reelect, rehome, som_dedup
 from regbot.detection.dedup.stack_dedup import stack_dedup
-
-
-@dataclass(frozen=True, slots=True)
-class DedupSettings:
-    """``method``: "fbdetect" (SOMDedup + cost shift + PairwiseDedup) or "kdd18" (cost shift, then
-    the KDD'18 stack-trace deduplication).
-
-    The same-regression merge (``regbot.detection.dedup.same_regression``): ``merge_gap_s``: change
-    points of one series this close are one regression; on a series with an earlier known
-    regression, a candidate is new only when its level is above the level since the known change
-    by a one-sided Mann–Whitney test at ``merge_alpha``, with ``merge_min_points`` points at
-    least on each side.
-
-    The KDD'18 method (``regbot.detection.dedup.stack_dedup``): ``kdd18_bucket_s``: change points this
-    close that share a stack are one bucket; ``kdd18_tolerance``: the greedy removal stops when
-    the remaining stacks weigh less than this share of the bucket; ``kdd18_explained_share``: a
-    node whose revised magnitude falls to this share of its own is explained;
-    ``kdd18_stack_weight``: a regression set scores its explained share minus this × its stack
-    share; ``kdd18_relative_cap``: the cap on a change point's relative magnitude (a subroutine
-    absent before its change counts as this)."""
-
-    method: Literal["fbdetect", "kdd18"] = "fbdetect"
-    merge_gap_s: float = 6 * 3600.0
-    som: SomSettings = SomSettings()
-    cost_shift: CostShiftSettings | None = CostShiftSettings()  # None: the stage is off
-    share_inflation: ShareInflationSettings | None = ShareInflationSettings()  # None: off
-    pairwise: PairwiseSettings = PairwiseSettings()
-    kdd18_bucket_s: float = 600.0
-    merge_alpha: float = 0.01
-    merge_min_points: int = 3
-    kdd18_tolerance: float = 0.05
-    kdd18_explained_share: float = 0.1
-    kdd18_stack_weight: float = 0.5
-    kdd18_relative_cap: float = 100.0
+from regbot.detection.dedup_context import DedupContext, Group
+from regbot.detection.model import Candidate, Verdict
+from regbot.detection.share_inflation import ShareInflationSettings, share_inflation_verdicts
+from regbot.detection.stage_settings import CostShiftSettings, DedupSettings, SomSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +54,18 @@ def deduplicate(
     known: list[KnownRegression],
     groups: list[Group],
     settings: DedupSettings = DedupSettings(),
+    cost_shift: CostShiftSettings = CostShiftSettings(),
 ) -> DedupResult:
+    """The stages of the module docstring over this run's candidates: ``settings`` for the
+    merge, SOMDedup, PairwiseDedup or KDD'18 (``regbot.yml``'s ``dedup:``), ``cost_shift`` for
+    share inflation and the cost-shift check (``cost_shift:``)."""
     removed: list[Candidate] = []
     duplicates: dict[str, list[str]] = defaultdict(list)
     funnel: dict[str, int] = {}
 
-    if settings.share_inflation is not None:
-        verdicts = share_inflation_verdicts(candidates, context, settings.share_inflation)
+    if cost_shift.share_inflation:
+        inflation = ShareInflationSettings(alpha=cost_shift.inflation_alpha)
+        verdicts = share_inflation_verdicts(candidates, context, inflation)
         judged = [c.with_verdict(v) for c, v in zip(candidates, verdicts, strict=True)]
         candidates = [c for c in judged if c.verdicts["share_inflation"].passed]
         removed += [c for c in judged if not c.verdicts["share_inflation"].passed]
@@ -107,7 +77,7 @@ def deduplicate(
 
     members_of: dict[str, list[Candidate]] = {}  # representative's series -> its duplicates
     if settings.method == "fbdetect":
-        judged = som_dedup(kept, context, settings.som)
+        judged = som_dedup(kept, context, settings.som, settings.seed)
         kept = [c for c in judged if c.verdicts["som_dedup"].passed]
         for candidate in judged:
             verdict = candidate.verdicts["som_dedup"]
@@ -116,10 +86,8 @@ def deduplicate(
                 members_of.setdefault(into, []).append(candidate)
     funnel["after_som_dedup"] = len(kept)
 
-    if settings.cost_shift is not None:
-        kept, shifted = _cost_shift_stage(
-            kept, members_of, context, settings.cost_shift, settings.som
-        )
+    if cost_shift.enabled:
+        kept, shifted = _cost_shift_stage(kept, members_of, context, cost_shift, settings.som)
         removed += shifted
     funnel["after_cost_shift"] = len(kept)
     by_series = {c.series_id: c for c in kept}
@@ -131,7 +99,7 @@ def deduplicate(
     group_of: dict[str, str] = {}
     if settings.method == "fbdetect":
         judged, groups = pairwise_dedup(
-            kept, groups, context, settings.pairwise, regression_ids=[c.regression_id for c in kept]
+            kept, groups, context, settings, regression_ids=[c.regression_id for c in kept]
         )
         representatives_of_groups = {g.id: g.members[0].regression_id for g in groups}
         for g in groups:

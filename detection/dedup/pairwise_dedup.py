@@ -27,7 +27,7 @@ from regbot.detection.dedup.pairwise_text import TextSimilarity
 from regbot.detection.dedup.shared_cause import load_over_windows
 from regbot.detection.dedup_context import DedupContext, Group, GroupMember, subroutine_of_series
 from regbot.detection.model import Candidate, Verdict
-from regbot.detection.stage_settings import PairwiseSettings
+from regbot.detection.stage_settings import DedupSettings
 
 __all__ = ["correlation_window", "member_of", "pairwise_dedup"]
 
@@ -67,13 +67,15 @@ def pairwise_dedup(
     candidates: list[Candidate],
     groups: list[Group],
     context: DedupContext,
-    settings: PairwiseSettings,
+    settings: DedupSettings,
     *,
     regression_ids: list[str],
 ) -> tuple[list[Candidate], list[Group]]:
     """Every candidate with a ``pairwise_dedup`` verdict (passed = starts a new group), in input
     order, and the updated groups: the given ones (with their new members) then the new ones.
-    ``regression_ids[i]`` is candidate ``i``'s stable id, the id of the group it may start."""
+    ``regression_ids[i]`` is candidate ``i``'s stable id, the id of the group it may start.
+    ``settings``: the rules, how they combine and the gap (``rules``, ``combine``,
+    ``pairwise_max_gap_s``) and the evidence (``pairwise``)."""
     _validate(candidates, settings, regression_ids)
     order = _callees_first(candidates, context)
     if order != list(range(len(candidates))):
@@ -102,9 +104,9 @@ def pairwise_dedup(
             load_over_windows(
                 [(c.windows.historical_start_s, c.windows.end_s) for c in candidates],
                 context,
-                settings.load_min_series,
+                settings.pairwise.load_min_series,
             ),
-            settings,
+            settings.pairwise,
         )
     state = GroupState(groups, capacity=len(rows), callers=context.callers)
     judged: list[Candidate] = []
@@ -148,7 +150,7 @@ def _callees_first(candidates: Sequence[Candidate], context: DedupContext) -> li
 
 
 def _validate(
-    candidates: Sequence[Candidate], settings: PairwiseSettings, regression_ids: Sequence[str]
+    candidates: Sequence[Candidate], settings: DedupSettings, regression_ids: Sequence[str]
 ) -> None:
     if len(regression_ids) != len(candidates):
         raise ValueError(
@@ -166,7 +168,7 @@ def _decide(
     state: GroupState,
     member: GroupMember,
     features: tuple[str, ...],
-    settings: PairwiseSettings,
+    settings: DedupSettings,
     best_rows: dict[str, np.ndarray],
     block: EvidenceBlock | None,
     row: int,
@@ -178,7 +180,7 @@ def _decide(
         scores = {f: 1.0 for f in features}
         return _verdict(False, state, exact, scores, settings, {}, exact=True, considered=1), None
     n_groups = len(state.ids)
-    eligible = state.eligible(member.change_time_s, settings.max_gap_s)
+    eligible = state.eligible(member.change_time_s, settings.pairwise_max_gap_s)
     table: dict[str, np.ndarray] = {}
     for f in features:
         if f == "stack_overlap":
@@ -192,9 +194,11 @@ def _decide(
     bound = None
     if block is not None:
         tested = int(state.member_counts(n_groups)[eligible].sum()) * block.evidence.new
-        bound = settings.evidence_alpha / max(tested, 1)
+        bound = settings.pairwise.evidence_alpha / max(tested, 1)
         significant = block.p(row, n_groups) <= bound  # NaN compares False
-        floor = np.where(block.both_gcpu(row, n_groups), 0.0, settings.cross_kind_correlation)
+        floor = np.where(
+            block.both_gcpu(row, n_groups), 0.0, settings.pairwise.cross_kind_correlation
+        )
     accepted = np.zeros(n_groups, dtype=bool)
     if settings.rules:
         scored = [~np.isnan(table[r.feature]) for r in settings.rules]
@@ -210,7 +214,7 @@ def _decide(
         else:  # any rule that applies
             accepted = np.logical_or.reduce(passes)
     containment = state.cascade_containment(member)[:n_groups]
-    accepted |= containment >= settings.cascade_containment  # NaN compares False
+    accepted |= containment >= settings.pairwise.cascade_containment  # NaN compares False
     accepted &= eligible
     aggregate = np.zeros(n_groups)
     for values in table.values():
@@ -261,7 +265,7 @@ def _verdict(
     state: GroupState,
     g: int | None,
     scores: dict[str, float | None],
-    settings: PairwiseSettings,
+    settings: DedupSettings,
     evidence: dict[str, object],
     *,
     considered: int,
@@ -281,16 +285,16 @@ def _verdict(
         "rules": [r.feature for r in settings.rules],
         "thresholds": [float(r.threshold) for r in settings.rules],
         "combine": settings.combine,
-        "max_gap_s": float(settings.max_gap_s),
+        "max_gap_s": float(settings.pairwise_max_gap_s),
         "groups_considered": considered,
     }
     if "correlation" in scores:
-        numbers["evidence_alpha"] = float(settings.evidence_alpha)
-        numbers["cross_kind_correlation"] = float(settings.cross_kind_correlation)
+        numbers["evidence_alpha"] = float(settings.pairwise.evidence_alpha)
+        numbers["cross_kind_correlation"] = float(settings.pairwise.cross_kind_correlation)
     if not merged_passed:
         return Verdict(STAGE, False, f"merged into group {group_id} ({representative})", numbers)
     if g is None:
-        reason = f"new group {new_id}: no group changed within {settings.max_gap_s:g} s"
+        reason = f"new group {new_id}: no group changed within {settings.pairwise_max_gap_s:g} s"
     else:
         reason = (
             f"new group {new_id}: the closest group {group_id} ({representative}) fails the rules"

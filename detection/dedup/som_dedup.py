@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import astuple
 
 import numpy as np
 
 from regbot.detection.dedup.cause_groups import cause_groups
 from regbot.detection.dedup.shared_cause import LoadFactor, load_over_windows
 from regbot.detection.dedup.som_election import Election, elect
-from regbot.detection.dedup.som_features import BLOCK_NAMES, som_features
+from regbot.detection.dedup.som_features import som_features
 from regbot.detection.dedup.som_map import grid_side, merged_cells, train_som
 from regbot.detection.dedup.stack_links import stack_links
 from regbot.detection.dedup_context import DedupContext
@@ -32,10 +33,11 @@ STAGE = "som_dedup"
 
 
 def som_dedup(
-    candidates: list[Candidate], context: DedupContext, settings: SomSettings
+    candidates: list[Candidate], context: DedupContext, settings: SomSettings, seed: int = 0
 ) -> list[Candidate]:
     """Every candidate, in input order, with a ``som_dedup`` verdict: each group's
-    representative passes, the other members fail as its duplicates. One map per ``kind``."""
+    representative passes, the other members fail as its duplicates. One map per ``kind``;
+    ``seed`` drives the map's training and the metric id's features (``DedupSettings.seed``)."""
     _validate(settings)
     verdicts: dict[int, Verdict] = {}
     by_kind: dict[str, list[int]] = {}
@@ -43,7 +45,7 @@ def som_dedup(
         by_kind.setdefault(c.kind, []).append(i)
     load = run_load(candidates, context, settings.load_min_series)
     for indices in by_kind.values():
-        found = _kind_verdicts([candidates[i] for i in indices], context, settings, load)
+        found = _kind_verdicts([candidates[i] for i in indices], context, settings, load, seed)
         verdicts.update(zip(indices, found))
     return [c.with_verdict(verdicts[i]) for i, c in enumerate(candidates)]
 
@@ -145,10 +147,11 @@ def _kind_verdicts(
     context: DedupContext,
     settings: SomSettings,
     load: LoadFactor | None,
+    seed: int,
 ) -> list[Verdict]:
     side = grid_side(len(candidates))
-    features, _ = som_features(candidates, context, settings)
-    _, bmu = train_som(features, side, settings.epochs, settings.seed)
+    features, _ = som_features(candidates, context, settings, seed)
+    _, bmu = train_som(features, side, settings.epochs, seed)
     links = stack_links(candidates, context, settings)
     cells = merged_cells(features, bmu, settings.merge_distance)
     times = candidates[0].times_s
@@ -226,7 +229,7 @@ def _validate(settings: SomSettings) -> None:
         raise InputError("SomSettings.epochs", "at least 1", settings.epochs)
     if settings.fourier_terms < 0:
         raise InputError("SomSettings.fourier_terms", "0 or more", settings.fourier_terms)
-    if len(settings.weights) != 4 or not all(math.isfinite(w) for w in settings.weights):
+    if not all(math.isfinite(w) for w in astuple(settings.weights)):
         raise InputError("SomSettings.weights", "four finite numbers", settings.weights)
     if not 0.0 < settings.evidence_alpha < 1.0:
         raise InputError("SomSettings.evidence_alpha", "in (0, 1)", settings.evidence_alpha)
@@ -245,5 +248,5 @@ def _validate(settings: SomSettings) -> None:
     if not (math.isfinite(settings.relative_cap) and settings.relative_cap > 0):
         raise InputError("SomSettings.relative_cap", "a number > 0", settings.relative_cap)
     blocks = settings.block_weights
-    if len(blocks) != len(BLOCK_NAMES) or not all(math.isfinite(w) and w >= 0 for w in blocks):
+    if not all(math.isfinite(w) and w >= 0 for w in astuple(blocks)):
         raise InputError("SomSettings.block_weights", "five finite numbers >= 0", blocks)

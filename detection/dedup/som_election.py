@@ -16,7 +16,7 @@ from regbot.detection.dedup.som_features import root_cause_bitmap
 from regbot.detection.dedup.stack_links import stack_links
 from regbot.detection.dedup_context import DedupContext, subroutine_of_series
 from regbot.detection.model import Candidate
-from regbot.detection.stage_settings import SomSettings
+from regbot.detection.stage_settings import ImportanceWeights, SomSettings
 
 __all__ = ["Election", "elect", "importance_scores", "series_popularity"]
 
@@ -25,7 +25,7 @@ def importance_scores(
     candidates: Sequence[Candidate],
     popularity: np.ndarray,
     root_cause_found: np.ndarray,
-    weights: tuple[float, float, float, float],
+    weights: ImportanceWeights,
     changes: np.ndarray | None = None,
     *,
     relative_cap: float,
@@ -53,7 +53,8 @@ def importance_scores(
             root_cause_found.astype(np.float64),
         ]
     )
-    return terms @ np.asarray(weights, dtype=np.float64), terms
+    w = (weights.relative_change, weights.absolute_change, weights.popularity, weights.root_cause)
+    return terms @ np.asarray(w, dtype=np.float64), terms
 
 
 def _over(values: np.ndarray, scale: float) -> np.ndarray:

@@ -24,17 +24,19 @@ SEGMENT_POINTS = 64
 VARIANCE_CLIP = 3.0
 GUARD_POINTS = 2
 METRIC_COMPONENTS = 16
-BLOCK_NAMES = ("shape", "variance", "position", "root_cause", "metric")  # block_weights' order
+BLOCK_NAMES = ("shape", "variance", "position", "root_cause", "metric")  # BlockWeights' fields
 
 
 def som_features(
-    candidates: Sequence[Candidate], context: DedupContext, settings: SomSettings
+    candidates: Sequence[Candidate],
+    context: DedupContext,
+    settings: SomSettings,
+    seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(n, d) features: the blocks of docs/design/som_dedup.md, each times its
     ``settings.block_weights`` entry, in the order shape, variance, position, root causes,
     metric ID (``BLOCK_NAMES``); and the (n, commits) root-cause bitmap as booleans. Also
-    ``settings.fourier_terms`` magnitudes; ``settings.seed`` drives the metric ID's
-    TruncatedSVD."""
+    ``settings.fourier_terms`` magnitudes; ``seed`` drives the metric ID's TruncatedSVD."""
     n = len(candidates)
     terms = max(settings.fourier_terms, 0)
     points = max(SEGMENT_POINTS, 2 * terms + 2)
@@ -66,9 +68,9 @@ def som_features(
         "variance": variance,
         "position": position,
         "root_cause": bits,
-        "metric": _metric_block([c.series_id for c in candidates], settings.seed),
+        "metric": _metric_block([c.series_id for c in candidates], seed),
     }
-    weight = dict(zip(BLOCK_NAMES, settings.block_weights))
+    weight = {name: getattr(settings.block_weights, name) for name in BLOCK_NAMES}
     return np.hstack([weight[name] * block for name, block in blocks.items()]), bitmap
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from regbot.attribution.model import Commit
-from regbot.attribution.rank import RankSettings, rank_commits, weighted_score
+from regbot.attribution.rank import RankSettings, ScoreWeights, rank_commits, weighted_score
 
 SETTINGS = RankSettings()
 
@@ -22,7 +22,7 @@ def test_weighted_mean_leaves_out_parts_that_do_not_apply() -> None:
     assert weighted_score(parts(1.0, 0.2, None), SETTINGS) == pytest.approx((0.5 + 0.05) / 0.75)
     assert weighted_score(parts(1.0, 0.2, 0.0), SETTINGS) == pytest.approx(0.55)
     assert weighted_score(parts(None, 0.4, None), SETTINGS) == pytest.approx(0.4)
-    zero = RankSettings(gcpu_attribution=0, text_similarity=0, correlation=0)
+    zero = RankSettings(weights=ScoreWeights(gcpu_attribution=0, text_similarity=0, correlation=0))
     assert weighted_score(parts(1.0, 1.0, 1.0), zero) == 0.0
 
 

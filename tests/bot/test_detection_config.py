@@ -11,20 +11,25 @@ import pytest
 from rich.console import Console
 
 from regbot.bot.cli import main
-from regbot.bot.config import parse_config
-from regbot.bot.detection_settings import dedup_settings, detection_settings
+from regbot.bot.config import Config, parse_config
 from regbot.detection.dedup import DedupSettings
 from regbot.detection.stage_settings import (
+    BlockWeights,
     ChangePointSettings,
+    CostShiftSettings,
     DetectionSettings,
     FleetLoadSettings,
-    PairwiseSettings,
+    ImportanceWeights,
 )
 from regbot.errors import InputError
 
 
+def config(data: object) -> Config:
+    return parse_config(data, source="regbot.yml", base_dir=Path("."))
+
+
 def settings(data: object) -> DetectionSettings:
-    return detection_settings(parse_config(data, source="regbot.yml", base_dir=Path(".")))
+    return config(data).detection_for()
 
 
 def test_an_empty_file_gives_the_stages_own_defaults():
@@ -74,7 +79,7 @@ def test_bad_values_name_the_key(data, where):
 
 
 def dedup(data: object) -> DedupSettings:
-    return dedup_settings(parse_config(data, source="regbot.yml", base_dir=Path(".")))
+    return config(data).dedup
 
 
 def test_the_defaults_are_the_dataclasses_defaults_field_by_field():
@@ -89,13 +94,8 @@ def test_the_defaults_are_the_dataclasses_defaults_field_by_field():
 
 
 def test_the_dedup_defaults_are_the_stages_defaults():
-    given, stages = dedup(None), DedupSettings()
-    for f in fields(stages):
-        assert getattr(given, f.name) == getattr(stages, f.name), f.name
-    for part in ("som", "pairwise", "cost_shift"):
-        for f in fields(getattr(stages, part)):
-            written, default = getattr(given, part), getattr(stages, part)
-            assert getattr(written, f.name) == getattr(default, f.name), f"{part}.{f.name}"
+    given = config(None)
+    assert given.dedup == DedupSettings() and given.cost_shift == CostShiftSettings()
 
 
 def test_every_change_point_and_fleet_load_key_reaches_the_settings():
@@ -145,7 +145,7 @@ def test_went_away_and_seasonality_lists_are_read():
 
 
 def test_the_dedup_and_cost_shift_evidence_keys_reach_the_stages():
-    given = dedup(
+    read = config(
         {
             "dedup": {
                 "seed": 4,
@@ -172,9 +172,10 @@ def test_the_dedup_and_cost_shift_evidence_keys_reach_the_stages():
             "cost_shift": {"alpha": 0.005, "fallen_alpha": 0.05},
         }
     )
-    som, pairwise, cost = given.som, given.pairwise, given.cost_shift
-    assert (som.seed, som.epochs, som.fourier_terms) == (4, 10, 4)
-    assert som.weights == (0.5, 0.6, 0.1, 0.3)
+    given = read.dedup
+    som, pairwise, cost = given.som, given.pairwise, read.cost_shift
+    assert (given.seed, som.epochs, som.fourier_terms) == (4, 10, 4)
+    assert som.weights == ImportanceWeights(0.5, 0.6, 0.1, 0.3)
     assert (som.evidence_alpha, som.min_noise_correlation, som.min_cross_correlation) == (
         0.01,
         0.2,
@@ -184,23 +185,23 @@ def test_the_dedup_and_cost_shift_evidence_keys_reach_the_stages():
     assert (pairwise.evidence_alpha, pairwise.cross_kind_correlation) == (0.02, 0.5)
     assert pairwise.rise_z == 2.5 and som.rise_z == 2.0
     assert (pairwise.guard_points, pairwise.load_min_series) == (2, 8)
-    assert pairwise.rules == PairwiseSettings().rules
-    assert cost is not None and (cost.alpha, cost.fallen_alpha) == (0.005, 0.05)
+    assert given.rules == DedupSettings().rules
+    assert cost.enabled and (cost.alpha, cost.fallen_alpha) == (0.005, 0.05)
     assert given.kdd18_bucket_s == 300.0
 
 
 def test_the_constants_moved_out_of_the_dedup_modules_reach_the_stages():
     """What used to be module constants of same_regression, stack_dedup, som_dedup and
     cost_shift: read from regbot.yml, defaults from the dataclasses (the paper's values)."""
-    defaults = dedup(None)
+    defaults, default_cost = dedup(None), config(None).cost_shift
     assert (defaults.merge_alpha, defaults.merge_min_points) == (0.01, 3)
     assert (defaults.kdd18_tolerance, defaults.kdd18_explained_share) == (0.05, 0.1)
     assert (defaults.kdd18_stack_weight, defaults.kdd18_relative_cap) == (0.5, 100.0)
     assert (defaults.som.merge_distance, defaults.som.cascade_buckets) == (0.5, 8)
     assert defaults.som.relative_cap == 10.0
-    assert defaults.som.block_weights == (1.0, 0.5, 3.0, 0.2, 0.2)
-    assert defaults.cost_shift is not None and defaults.cost_shift.new_share == 0.01
-    given = dedup(
+    assert defaults.som.block_weights == BlockWeights(1.0, 0.5, 3.0, 0.2, 0.2)
+    assert default_cost.new_share == 0.01
+    read = config(
         {
             "dedup": {
                 "merge_alpha": "1e-3",
@@ -219,13 +220,14 @@ def test_the_constants_moved_out_of_the_dedup_modules_reach_the_stages():
             "cost_shift": {"new_share": 0.05},
         }
     )
+    given = read.dedup
     assert (given.merge_alpha, given.merge_min_points) == (0.001, 5)
     assert (given.kdd18_tolerance, given.kdd18_explained_share) == (0.1, 0.2)
     assert (given.kdd18_stack_weight, given.kdd18_relative_cap) == (0.25, 50.0)
     assert (given.som.merge_distance, given.som.cascade_buckets) == (0.75, 4)
     assert given.som.relative_cap == 20.0
-    assert given.som.block_weights == (1.0, 0.5, 2.0, 0.2, 0.0)
-    assert given.cost_shift is not None and given.cost_shift.new_share == 0.05
+    assert given.som.block_weights == BlockWeights(1.0, 0.5, 2.0, 0.2, 0.0)
+    assert read.cost_shift.new_share == 0.05
     assert given.merge_gap_s == defaults.merge_gap_s and given.som.rise_z == defaults.som.rise_z
 
 

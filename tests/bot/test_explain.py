@@ -252,7 +252,9 @@ def test_the_settings_in_force_are_echoed(detect_state: dict, tmp_path: Path) ->
     assert settings["dedup"]["cost_shift"]["fallen_alpha"] == 0.01
     assert settings["dedup"]["cost_shift"]["new_share"] == 0.01
     assert settings["dedup"]["som"]["merge_distance"] == 0.5
-    assert settings["dedup"]["som"]["block_weights"] == [1.0, 0.5, 3.0, 0.2, 0.2]
+    assert settings["dedup"]["som"]["block_weights"] == {
+        "shape": 1.0, "variance": 0.5, "position": 3.0, "root_cause": 0.2, "metric": 0.2
+    }
     assert (settings["dedup"]["merge_alpha"], settings["dedup"]["kdd18_tolerance"]) == (0.01, 0.05)
     config = tmp_path / "regbot.yml"
     config.write_text(

@@ -18,7 +18,7 @@ from regbot.detection.cost_shift import cost_shift_verdict, cost_shift_verdicts
 from regbot.detection.dedup_context import DedupContext, StackShare
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.series_batch import WindowBounds
-from regbot.detection.stage_settings import CostShiftSettings
+from regbot.detection.stage_settings import CostShiftDomain, CostShiftSettings
 
 HOUR_S = 3600.0
 N, CHANGE = 240, 168  # a week before the change, three days after
@@ -255,7 +255,7 @@ def test_commit_domain() -> None:
 
 
 def test_custom_domain_with_a_capture_group() -> None:
-    settings = CostShiftSettings(custom_domains=(("serde", r"^(json|proto)\."),))
+    settings = CostShiftSettings(domains=(CostShiftDomain("serde", r"^(json|proto)\."),))
     dumps, loads = "gcpu:json.dumps (lib/json_enc.py)", "gcpu:json.loads (lib/json_dec.py)"
     encode = "gcpu:proto.encode (lib/proto_enc.py)"
     rng = np.random.default_rng(7)
@@ -273,7 +273,7 @@ def test_custom_domain_with_a_capture_group() -> None:
     assert real.passed and plain(real)["domain_names"] == ["serde[proto]"]
     # Without the group, one domain of four: its total rose by D (encode), so the total is a
     # real increase, but dumps' rise was loads' fall: the fallen members' sub-domain says so.
-    plain_regex = CostShiftSettings(custom_domains=(("serde", r"^(?:json|proto)\."),))
+    plain_regex = CostShiftSettings(domains=(CostShiftDomain("serde", r"^(?:json|proto)\."),))
     numbers = plain(judge(series, dumps, plain_regex))
     assert numbers["domain_members"] == [4, 2]
     assert numbers["domain_scopes"] == ["total", "fallen"]
@@ -364,7 +364,7 @@ def fleet(n_classes: int, methods: int = 5, seed: int = 0):
 
 def test_batch_equals_one_by_one_and_is_json() -> None:
     series, ctx = fleet(40)
-    settings = CostShiftSettings(custom_domains=(("by-method", r"\.(m\d)"),))
+    settings = CostShiftSettings(domains=(CostShiftDomain("by-method", r"\.(m\d)"),))
     cands = [candidate(sid, v) for sid, v in series.items()]
     batch = cost_shift_verdicts(cands, ctx, settings)
     assert batch == [cost_shift_verdict(c, ctx, settings) for c in cands]

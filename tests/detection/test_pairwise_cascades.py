@@ -12,7 +12,7 @@ from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
 from regbot.detection.dedup_context import DedupContext, StackShare
 from regbot.detection.model import Candidate
 from regbot.detection.series_batch import WindowBounds
-from regbot.detection.stage_settings import PairwiseSettings
+from regbot.detection.stage_settings import DedupSettings, PairwiseSettings
 
 BUCKET_S = 600.0
 T0_S = 1_700_000_000.0
@@ -67,7 +67,7 @@ def test_callers_of_one_slowed_function_join_its_group_and_an_independent_one_st
         stacks={n: share_of(n) for n in names},
     )
     ids = [f"r-{n}" for n in names]
-    judged, groups = pairwise_dedup(candidates, [], context, PairwiseSettings(), regression_ids=ids)
+    judged, groups = pairwise_dedup(candidates, [], context, DedupSettings(), regression_ids=ids)
     members = {g.id: {m.series_id.removeprefix("gcpu:") for m in g.members} for g in groups}
     home = next(m for m in members.values() if "F" in m)
     assert {"A1", "A2", "A3", "A4", "F"} <= home and "H" not in home
@@ -93,6 +93,6 @@ def test_without_the_cascade_rule_the_callers_are_separate_reports() -> None:
         callers=callers,
         stacks={n: share_of(n) for n in names},
     )
-    off = PairwiseSettings(cascade_containment=2.0)
+    off = DedupSettings(pairwise=PairwiseSettings(cascade_containment=2.0))
     _, groups = pairwise_dedup(candidates, [], context, off, regression_ids=names)
     assert len(groups) >= 3

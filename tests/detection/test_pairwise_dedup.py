@@ -23,14 +23,14 @@ from regbot.detection.dedup.shared_cause import delta_with_se, noise_of, pair_st
 from regbot.detection.dedup_context import DedupContext, Group, subroutine_of_series
 from regbot.detection.model import Candidate
 from regbot.detection.series_batch import WindowBounds
-from regbot.detection.stage_settings import MergeRule, PairwiseSettings
+from regbot.detection.stage_settings import DedupSettings, MergeRule
 
 STEP_S = 300.0
 T0_S = 1_700_000_000.0
 N, CHANGE = 288, 200  # historical [0, 192), analysis [192, 240), extended [240, 288)
 TIMES = T0_S + np.arange(N) * STEP_S
 WINDOWS = WindowBounds(T0_S, T0_S + 192 * STEP_S, T0_S + 240 * STEP_S, T0_S + N * STEP_S)
-SETTINGS = PairwiseSettings(combine="any")  # correlation ≥ 0.8 or stack overlap ≥ 0.5, 6-hour gap
+SETTINGS = DedupSettings(combine="any")  # correlation ≥ 0.8 or stack overlap ≥ 0.5, 6-hour gap
 SEEDS = range(50)
 
 LEAF = "Db.query (app/db.py)"
@@ -159,7 +159,7 @@ def test_stack_overlap_is_the_overlap_coefficient() -> None:
     rng = np.random.default_rng(1)
     leaf = candidate(gcpu(LEAF), step_series(rng, 0.02, 0.01, 0.001))
     web = candidate(gcpu("Web.handle (app/web.py)"), step_series(rng, 0.6, 0.0, 0.001))
-    only_stacks = PairwiseSettings(rules=(MergeRule("stack_overlap", 0.5),))
+    only_stacks = DedupSettings(rules=(MergeRule("stack_overlap", 0.5),))
     judged, groups = run([leaf, web], settings=only_stacks)
     numbers = judged[1].verdicts["pairwise_dedup"].numbers
     assert numbers["stack_overlap"] == pytest.approx(30.0 / min(60.0, 30.0))
@@ -255,7 +255,7 @@ def test_a_throughput_step_at_the_same_time_with_its_own_noise_stays_apart(seed:
 def test_a_rule_that_does_not_apply_is_skipped_by_all(combine: str) -> None:
     """Throughput has no stacks: its stack overlap is None. "any" merges on the correlation;
     "all" skips the rule that does not apply and merges on the correlation too."""
-    settings = PairwiseSettings(combine=combine)
+    settings = DedupSettings(combine=combine)
     judged, groups = run(correlated_pair(), settings=settings)
     verdict = judged[1].verdicts["pairwise_dedup"]
     assert not verdict.passed and len(groups) == 1
@@ -264,7 +264,7 @@ def test_a_rule_that_does_not_apply_is_skipped_by_all(combine: str) -> None:
 
 
 def test_all_fails_when_no_rule_applies() -> None:
-    settings = PairwiseSettings(rules=(MergeRule("stack_overlap", 0.5),), combine="all")
+    settings = DedupSettings(rules=(MergeRule("stack_overlap", 0.5),), combine="all")
     judged, groups = run(correlated_pair(), settings=settings)
     assert judged[1].verdicts["pairwise_dedup"].passed and len(groups) == 2
 
@@ -275,7 +275,7 @@ def test_all_keeps_simultaneous_steps_in_unrelated_code_apart() -> None:
     rng = np.random.default_rng(12)
     a = candidate(gcpu(LEAF), step_series(rng, 0.02, 0.01, 0.001))
     b = candidate(gcpu(OTHER), step_series(rng, 0.03, 0.01, 0.001))
-    judged, groups = run([a, b], settings=PairwiseSettings())
+    judged, groups = run([a, b], settings=DedupSettings())
     assert judged[1].verdicts["pairwise_dedup"].passed and len(groups) == 2
 
 
@@ -284,19 +284,19 @@ def test_all_merges_when_every_rule_holds() -> None:
     leaf_raw = step_series(rng, 0.02, 0.01, 0.001)
     leaf = candidate(gcpu(LEAF), leaf_raw)
     caller = candidate(gcpu(CALLER), driven_by(rng, leaf_raw, 1.0, 0.03, 0.001))  # holds the leaf
-    judged, groups = run([leaf, caller], settings=PairwiseSettings(combine="all"))
+    judged, groups = run([leaf, caller], settings=DedupSettings(combine="all"))
     assert not judged[1].verdicts["pairwise_dedup"].passed and len(groups) == 1
     # Its own noise only: the stacks alone do not merge it under "all".
     alone = candidate(gcpu(CALLER), step_series(rng, 0.03, 0.01, 0.001))
-    judged, groups = run([leaf, alone], settings=PairwiseSettings(combine="all"))
+    judged, groups = run([leaf, alone], settings=DedupSettings(combine="all"))
     assert judged[1].verdicts["pairwise_dedup"].passed and len(groups) == 2
 
 
 def test_a_none_score_fails_even_a_zero_threshold() -> None:
-    settings = PairwiseSettings(rules=(MergeRule("stack_overlap", 0.0),))
+    settings = DedupSettings(rules=(MergeRule("stack_overlap", 0.0),))
     judged, groups = run(correlated_pair(), settings=settings)
     assert judged[1].verdicts["pairwise_dedup"].passed and len(groups) == 2
-    no_rules = PairwiseSettings(rules=(), combine="all")
+    no_rules = DedupSettings(rules=(), combine="all")
     judged, groups = run(correlated_pair(), settings=no_rules)
     assert judged[1].verdicts["pairwise_dedup"].passed and len(groups) == 2
 
@@ -306,7 +306,7 @@ def test_text_rule_compares_metric_ids() -> None:
     a = candidate(gcpu(LEAF), step_series(rng, 0.02, 0.01, 0.001))
     b = candidate("latency:" + LEAF, step_series(rng, 50.0, 0.0, 1.0), kind="latency")
     c = candidate("gcpu:Zz.x (q/r.py)", step_series(rng, 50.0, 0.0, 1.0))
-    settings = PairwiseSettings(rules=(MergeRule("text", 0.6),))
+    settings = DedupSettings(rules=(MergeRule("text", 0.6),))
     judged, groups = run([a, b, c], settings=settings)
     expected = cosine_similarity(
         TfidfVectorizer(analyzer="char", ngram_range=(2, 3)).fit_transform(
@@ -331,7 +331,7 @@ def test_max_gap_excludes_far_groups() -> None:
     verdict = judged[1].verdicts["pairwise_dedup"]
     assert verdict.passed and len(groups) == 2 and verdict.numbers["group"] is None
     assert verdict.numbers["groups_considered"] == 0 and "no group changed within" in verdict.reason
-    wider = PairwiseSettings(max_gap_s=12 * 3600.0, combine="any")
+    wider = DedupSettings(pairwise_max_gap_s=12 * 3600.0, combine="any")
     judged, groups = run([first, late], settings=wider)
     verdict = judged[1].verdicts["pairwise_dedup"]
     assert not verdict.passed and len(groups) == 1
@@ -352,7 +352,7 @@ def test_several_accepting_groups_the_highest_aggregate_wins() -> None:
     _, groups = run([other, leaf])
     assert len(groups) == 2
     groups = [Group("g-other", groups[0].members), Group("g-leaf", groups[1].members)]
-    both = PairwiseSettings(
+    both = DedupSettings(
         rules=(MergeRule("correlation", 0.5), MergeRule("stack_overlap", 0.5)), combine="any"
     )
     judged, _ = run([caller], groups, settings=both, ids=["c"])
@@ -374,7 +374,7 @@ def test_verdict_numbers_are_json_and_inputs_are_checked() -> None:
     with pytest.raises(ValueError, match="regression_ids"):
         pairwise_dedup(correlated_pair(), [], CONTEXT, SETTINGS, regression_ids=["x"])
     with pytest.raises(ValueError, match="combine"):
-        run(correlated_pair(), settings=PairwiseSettings(combine="most"))  # type: ignore[arg-type]
+        run(correlated_pair(), settings=DedupSettings(combine="most"))  # type: ignore[arg-type]
 
 
 # --- the fast implementation against a slow reference ----------------------------------------
@@ -398,7 +398,7 @@ def reference_dedup(candidates, groups, context, settings, ids):
 
     def evidence(cand_member, m):
         a, b = row_of[id(cand_member)], row_of[id(m)]
-        noise = noise_of([a[0], b[0]], [a[1], b[1]], [a[2], b[2]], None, settings.guard_points)
+        noise = noise_of([a[0], b[0]], [a[1], b[1]], [a[2], b[2]], None, settings.pairwise.guard_points)
         stats = pair_stats(noise, [0], [1])
         sd = noise.raw_sd()
         r = float(stats.r[0, 0])
@@ -416,7 +416,7 @@ def reference_dedup(candidates, groups, context, settings, ids):
             ((da, sa, sd[0]), (db, sb, sd[1])) if a_upper else ((db, sb, sd[1]), (da, sa, sd[0]))
         )
         share = min(max((r if np.isfinite(r) else 0.0) * sdu / max(sdl, 1e-300), 0.0), 1.0)
-        limit = settings.rise_z * np.sqrt(su**2 + (share * sl) ** 2)
+        limit = settings.pairwise.rise_z * np.sqrt(su**2 + (share * sl) ** 2)
         gap = du - share * dl
         return gap >= -limit if a_upper else abs(gap) <= limit
 
@@ -444,9 +444,9 @@ def reference_dedup(candidates, groups, context, settings, ids):
         eligible = [
             k
             for k, (_, ms) in enumerate(state)
-            if any(abs(m.change_time_s - cand.change_time_s) <= settings.max_gap_s for m in ms)
+            if any(abs(m.change_time_s - cand.change_time_s) <= settings.pairwise_max_gap_s for m in ms)
         ]
-        bound = settings.evidence_alpha / max(
+        bound = settings.pairwise.evidence_alpha / max(
             1, len(candidates) * sum(len(state[k][1]) for k in eligible)
         )
         scored = []
@@ -486,7 +486,7 @@ def reference_dedup(candidates, groups, context, settings, ids):
                     return value >= rule.threshold
                 both = is_gcpu(member.series_id) and is_gcpu(best[3].series_id)
                 floor = rule.threshold if both else max(
-                    rule.threshold, settings.cross_kind_correlation
+                    rule.threshold, settings.pairwise.cross_kind_correlation
                 )
                 return value >= floor and best[2] <= bound
 
@@ -540,14 +540,14 @@ def random_scene(seed: int, n: int = 60):
 def test_fast_matches_reference(seed: int, combine: str, monkeypatch) -> None:
     monkeypatch.setattr("regbot.detection.dedup.pairwise_dedup.BLOCK_ROWS", 7)  # many blocks
     candidates, groups = random_scene(seed)
-    settings = PairwiseSettings(
+    settings = DedupSettings(
         rules=(
             MergeRule("correlation", 0.2),
             MergeRule("stack_overlap", 0.9),
             MergeRule("text", 0.9),
         ),
         combine=combine,
-        max_gap_s=24 * 3600.0,
+        pairwise_max_gap_s=24 * 3600.0,
     )
     ids = [f"r{i}" for i in range(len(candidates))]
     ids[-1] = ids[3]  # a duplicate id within the call: an exact match

@@ -26,7 +26,7 @@ from regbot.detection.dedup.som_dedup import som_dedup
 from regbot.detection.dedup_context import DedupContext
 from regbot.detection.model import Candidate
 from regbot.detection.series_batch import WindowBounds
-from regbot.detection.stage_settings import SomSettings
+from regbot.detection.stage_settings import CostShiftSettings, SomSettings
 
 BUCKET_S = 600.0
 T0_S = 1_700_000_000.0
@@ -125,7 +125,7 @@ def groups_of(result) -> dict[str, set[str]]:
     return out
 
 
-NO_COST_SHIFT = DedupSettings(cost_shift=None)
+NO_COST_SHIFT = CostShiftSettings(enabled=False)
 
 
 # --- planted fleets through the whole dedup -------------------------------------------------
@@ -134,7 +134,9 @@ NO_COST_SHIFT = DedupSettings(cost_shift=None)
 @pytest.mark.parametrize("seed", range(4))
 def test_cascades_merge_and_independent_steps_stay_apart(seed: int) -> None:
     f = fleet(seed)
-    result = deduplicate(f.candidates, context_of(f.series), [], [], NO_COST_SHIFT)
+    result = deduplicate(
+        f.candidates, context_of(f.series), [], [], DedupSettings(), NO_COST_SHIFT
+    )
     groups = groups_of(result)
     for members in groups.values():
         assert len({f.owner[m] for m in members}) == 1, members  # pure: one planted change each
@@ -211,7 +213,7 @@ def test_a_throughput_step_joins_a_gcpu_group_only_when_its_noise_is_driven_by_i
 ) -> None:
     for driven in (False, True):
         candidates, context, driver = throughput_scene(seed, driven)
-        result = deduplicate(candidates, context, [], [], NO_COST_SHIFT)
+        result = deduplicate(candidates, context, [], [], DedupSettings(), NO_COST_SHIFT)
         home = next(g for g in groups_of(result).values() if "qps:svc" in g)
         if driven:
             assert home == {"qps:svc", driver}

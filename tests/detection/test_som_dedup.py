@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
+from dataclasses import astuple, replace
 
 import numpy as np
 import pytest
@@ -21,7 +21,7 @@ from regbot.detection.dedup.som_map import grid_side, train_som
 from regbot.detection.dedup.stack_links import stack_links
 from regbot.detection.dedup_context import DedupContext, StackShare
 from regbot.detection.model import Candidate, Verdict
-from regbot.detection.stage_settings import SomSettings
+from regbot.detection.stage_settings import BlockWeights, ImportanceWeights, SomSettings
 from regbot.errors import InputError
 
 HOUR_S = 3600.0
@@ -296,7 +296,7 @@ def test_a_long_term_detection_never_represents_a_short_term_one() -> None:
 def test_ties_go_to_the_less_popular_subroutine() -> None:
     a, b = twin("gcpu:alpha (x.py)"), twin("gcpu:beta (y.py)")
     context = DedupContext(popularity={"alpha (x.py)": 0.5, "beta (y.py)": 0.2})
-    no_popularity = SomSettings(weights=(0.2, 0.6, 0.0, 0.1))
+    no_popularity = SomSettings(weights=ImportanceWeights(popularity=0.0))
     assert elect([a, b], context, no_popularity).best == 1
 
 
@@ -321,7 +321,7 @@ def test_importance_scores_by_hand() -> None:
         group,
         np.array([0.1, 0.4, 0.0, 0.0]),
         np.array([False, True, False, False]),
-        (0.2, 0.6, 0.1, 0.1),
+        ImportanceWeights(),
         relative_cap=SETTINGS.relative_cap,
     )
     # relative: 0.5, 0.25, cap 10 (a new cost), 0 (an improvement) over the largest, 10;
@@ -407,13 +407,14 @@ def test_settings_are_validated() -> None:
     with pytest.raises(InputError, match="SomSettings.epochs"):
         som_dedup([twin("gcpu:a (x.py)")], DedupContext(), SomSettings(epochs=0))
     with pytest.raises(InputError, match="SomSettings.weights"):
-        som_dedup([twin("gcpu:a (x.py)")], DedupContext(), SomSettings(weights=(1.0, 2.0)))  # type: ignore[arg-type]
+        infinite = SomSettings(weights=ImportanceWeights(popularity=math.inf))
+        som_dedup([twin("gcpu:a (x.py)")], DedupContext(), infinite)
     for field, value in (
         ("merge_distance", -0.1),
         ("cascade_buckets", -1),
         ("relative_cap", 0.0),
-        ("block_weights", (1.0, 0.5, 3.0)),
-        ("block_weights", (1.0, 0.5, -3.0, 0.2, 0.2)),
+        ("block_weights", BlockWeights(shape=math.nan)),
+        ("block_weights", BlockWeights(position=-3.0)),
     ):
         with pytest.raises(InputError, match=f"SomSettings.{field}"):
             som_dedup([twin("gcpu:a (x.py)")], DedupContext(), replace(SETTINGS, **{field: value}))
@@ -431,7 +432,9 @@ def test_the_map_constants_come_from_the_settings() -> None:
     apart = som_dedup(candidates, context, replace(SETTINGS, merge_distance=0.0))
     assert len(set(cells_of(apart))) > 1  # no unit merges: the map's own split stays
     features, _ = som_features(candidates, context, SETTINGS)
-    doubled = replace(SETTINGS, block_weights=tuple(2 * w for w in SETTINGS.block_weights))
+    doubled = replace(
+        SETTINGS, block_weights=BlockWeights(*(2 * w for w in astuple(SETTINGS.block_weights)))
+    )
     np.testing.assert_allclose(som_features(candidates, context, doubled)[0], 2 * features)
     new_cost = make_candidate("gcpu:new (n.py)", np.r_[np.zeros(N_HIST), np.ones(48)], N_HIST)
     grown = make_candidate("gcpu:old (o.py)", np.r_[np.ones(N_HIST), np.full(48, 1.5)], N_HIST)
