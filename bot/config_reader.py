@@ -33,6 +33,15 @@ was read; nothing validates them again.
 
 Values (numbers, durations, texts...) are converted by ``regbot.bot.config_values``.
 
+Why markers in ``Annotated`` (``alpha: Probability = 0.01``) rather than ``field(metadata=...)``
+readers: the stages' fields stay one line of plain data, type checkers see a ``float``, and
+``regbot.settings_fields`` holds no code, so ``detection`` and ``attribution`` never import the
+bot. Where the file's shape and a stage's differed, the stage took the file's (named
+``ImportanceWeights`` and ``BlockWeights``; the SOM seed and PairwiseDedup's rules, ``combine``
+and gap on ``DedupSettings``; cost shift's ``enabled`` and share-inflation switches;
+``AttributionSettings`` a ``RankSettings``), so that reading needs no hook; the one join left is
+a run's workload and ``higher_is_better`` (``Config.detection_for``).
+
 Workloads: the built-in ``default`` is always there (the SPEC §5 example: absolute 0.0001,
 10d / 4h / 6h, re-run every 2h); entries under ``workloads:`` add workloads or replace it. A
 workload starts from its ``preset`` (a row of FBDetect Table 1, see ``presets.py``) or else from
