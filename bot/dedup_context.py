@@ -5,15 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from regbot.detection.dedup import DedupResult, deduplicate
 from regbot.detection.dedup_context import DedupContext, StackShare, subroutine_of_series
 from regbot.detection.model import Candidate
 from regbot.detection.series_batch import WindowBounds
 from regbot.profiles.model import Series
 from regbot.profiles.sample_index import SampleIndex
 from regbot.profiles.store import open_store
+
+if TYPE_CHECKING:
+    from regbot.bot.config import Config
+    from regbot.bot.state import StateStore
 
 
 def open_profile_index(paths: Sequence[Path]) -> SampleIndex | None:
@@ -89,4 +95,25 @@ def build_dedup_context(
         callers=callers,
         stacks=stacks,
         commit_subroutines=dict(commit_subroutines or {}),
+    )
+
+
+def deduplicate_against_state(
+    candidates: list[Candidate],
+    context: DedupContext,
+    state: StateStore,
+    historical_start_s: float,
+    config: Config,
+) -> DedupResult:
+    """The dedup stages against what the state remembers: the regressions reported before (the
+    same-regression merge) and the groups with a member recent enough for PairwiseDedup to join
+    (a change at or after ``historical_start_s`` minus ``dedup.pairwise_max_gap``)."""
+    since = historical_start_s - config.dedup.pairwise_max_gap_s
+    return deduplicate(
+        candidates,
+        context,
+        state.known_regressions(),
+        state.groups(since),
+        config.dedup,
+        config.cost_shift,
     )

@@ -11,7 +11,11 @@ from rich.console import Console
 from regbot import __version__
 from regbot.atomic import write_json_atomic
 from regbot.bot.config import load_config
-from regbot.bot.dedup_context import build_dedup_context, open_profile_index
+from regbot.bot.dedup_context import (
+    build_dedup_context,
+    deduplicate_against_state,
+    open_profile_index,
+)
 from regbot.bot.state import open_state
 from regbot.bot.views.tables import detection_table, funnel_line
 from regbot.detection.dedup import deduplicate
@@ -41,14 +45,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         report = build_report(result, __version__, dedup)
     else:
         with open_state(config.state) as state:
-            since = result.windows.historical_start_s - config.dedup.pairwise_max_gap_s
-            dedup = deduplicate(
-                result.reported,
-                context,
-                state.known_regressions(),
-                state.groups(since),
-                config.dedup,
-                config.cost_shift,
+            dedup = deduplicate_against_state(
+                result.reported, context, state, result.windows.historical_start_s, config
             )
             report = build_report(result, __version__, dedup)
             state.record_run(time.time(), report, dedup.groups, report["regressions"])

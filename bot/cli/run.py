@@ -59,7 +59,7 @@ from regbot.attribution.deploy_lines import DeployLines, read_deploy_lines
 from regbot.attribution.model import Attribution, Commit, ScoredCommit
 from regbot.attribution.stack_paths import heaviest_paths
 from regbot.bot.config import Config, load_config
-from regbot.bot.dedup_context import build_dedup_context
+from regbot.bot.dedup_context import build_dedup_context, deduplicate_against_state
 from regbot.bot.gate import GateDecision, decide_gate
 from regbot.bot.github.api import GitHubClient, GitHubError
 from regbot.bot.github.comment import render_summary
@@ -77,12 +77,11 @@ from regbot.bot.sources.baseline import MissingBaseline, find_missing_baselines,
 from regbot.bot.sources.gather import RunSeries, gather_series
 from regbot.bot.state import StateStore, open_state
 from regbot.bot.views.tables import attribution_table, detection_table, funnel_line
-from regbot.detection.dedup import deduplicate
 from regbot.detection.dedup_context import subroutine_of_series
 from regbot.detection.model import Candidate
-from regbot.detection.series_batch import WindowBounds
 from regbot.detection.pipeline import detect_in_windows
 from regbot.detection.report import build_report
+from regbot.detection.series_batch import WindowBounds
 from regbot.errors import InputError
 from regbot.profiles.model import Series
 from regbot.profiles.sample_index import SampleIndex
@@ -224,14 +223,8 @@ def analyse(
         config.higher_is_better,
         changes.commit_subroutines(),
     )
-    since = windows.historical_start_s - config.dedup.pairwise_max_gap_s
-    dedup = deduplicate(
-        result.reported,
-        context,
-        state.known_regressions(),
-        state.groups(since),
-        config.dedup,
-        config.cost_shift,
+    dedup = deduplicate_against_state(
+        result.reported, context, state, windows.historical_start_s, config
     )
     report = build_report(result, __version__, dedup)
     by_id = {c.regression_id: c for c in dedup.representatives}
