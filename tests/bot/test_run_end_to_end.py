@@ -87,10 +87,11 @@ RUN_SERVICE = (
 
 
 def record_both(repo: GitRepo, shas: dict[str, str], profiles: Path) -> None:
-    """Both deploys recorded at once, each from its own worktree, so load on the machine weighs
-    on both alike; the service runs by its relative path, so both write `app/service.py` as a
-    deployed service always writes the same path."""
-    running = []
+    """Both deploys recorded one after the other, each from its own worktree; the service runs
+    by its relative path, so both write `app/service.py` as a deployed service always writes
+    the same path. One service and one py-spy at a time leave a core each on a two-core
+    machine: two at once overload it, and py-spy's wall-clock samples of a descheduled service
+    repeat one line in bursts, far noisier than their counts suggest."""
     for name, at in (("deploy_1", DEPLOY_1_AT), ("deploy_2", DEPLOY_2_AT)):
         tree = repo.path.parent / name
         repo.git("worktree", "add", "-q", "--detach", str(tree), shas[name])
@@ -111,12 +112,15 @@ def record_both(repo: GitRepo, shas: dict[str, str], profiles: Path) -> None:
             RUN_SERVICE,
             str(RECORD_S),
         ]
-        running.append(
-            subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        recorded = subprocess.run(
+            command,
+            cwd=tree,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=RECORD_S * 6,
+            check=False,
         )
-    for process in running:
-        _, stderr = process.communicate(timeout=RECORD_S * 6)
-        assert process.returncode == 0, stderr.decode()
+        assert recorded.returncode == 0, recorded.stderr.decode()
 
 
 def carrying(report: dict, series: str) -> dict | None:
