@@ -32,20 +32,15 @@ every piece of report text escaped through :mod:`regbot.bot.github.markdown_safe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from regbot.bot.config import GateSettings
 from regbot.bot.github.markdown_safe import code_span, inline
-from regbot.bot.report_view import (
-    RegressionView,
-    format_delta,
-    format_number,
-    format_relative,
-    format_value,
-    read_regression,
-)
+from regbot.bot.views.numbers import format_delta, format_number, format_relative, format_value
+from regbot.detection.stages import Stage
+from regbot.report.model import GateSection, MissingBaseline, RegressionEntry, Report
 
 GateState = Literal["success", "failure", "neutral"]  # a check run's conclusion, a status's state
 
@@ -69,18 +64,21 @@ class GateDecision:
     warning: str | None
     policy: str = ""
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "state": self.state,
-            "title": self.title,
-            "summary": self.summary,
-            "failing": list(self.failing),
-            "missing_baseline": self.missing_baseline,
-        }
+    def section(self, name: str, enforced: bool) -> GateSection:
+        """The report's ``gate`` for this decision (not yet published)."""
+        return GateSection(
+            name=name,
+            state=self.state,
+            title=self.title,
+            summary=self.summary,
+            failing=self.failing,
+            missing_baseline=self.missing_baseline,
+            enforced=enforced,
+        )
 
 
 def fails_policy(
-    view: RegressionView, settings: GateSettings, analysis_start_s: float | None = None
+    view: RegressionEntry, settings: GateSettings, analysis_start_s: float | None = None
 ) -> bool:
     """Whether one reported regression fails the gate policy (rule 1 of the module docstring);
     ``analysis_start_s``: where this run's analysis window starts (the deploy)."""
@@ -95,20 +93,13 @@ def fails_policy(
     return settings.fail_on == "any" or view.confidence == "high"
 
 
-def earlier_deploys(view: RegressionView, analysis_start_s: float | None) -> bool:
+def earlier_deploys(view: RegressionEntry, analysis_start_s: float | None) -> bool:
     """Whether an earlier run already reported this regression (its ``same_regression`` verdict
     says so) with its change before this run's analysis window: it belongs to an earlier
     deploy, which that deploy's gate judged. A re-run of the same deploy still judges it."""
-    seen = view.verdicts.get("same_regression", {}).get("seen_before") is True
+    verdict = view.verdict(Stage.SAME_REGRESSION)
+    seen = verdict is not None and verdict.number("seen_before") is True
     return seen and analysis_start_s is not None and view.change_time_s < analysis_start_s
-
-
-def _analysis_start(report: Mapping[str, object]) -> float | None:
-    window = report.get("window")
-    analysis = window.get("analysis") if isinstance(window, Mapping) else None
-    if isinstance(analysis, Sequence) and analysis and isinstance(analysis[0], int | float):
-        return float(analysis[0])
-    return None
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:
@@ -132,7 +123,7 @@ def _policy_line(settings: GateSettings) -> str:
     )
 
 
-def _regression_line(view: RegressionView, feedback: Mapping[str, object]) -> str:
+def _regression_line(view: RegressionEntry) -> str:
     change = (
         f"{format_value(view, view.before)} → {format_value(view, view.after)} "
         f"({format_delta(view, view.delta)}, {format_relative(view.relative_delta)})"
@@ -143,8 +134,8 @@ def _regression_line(view: RegressionView, feedback: Mapping[str, object]) -> st
         pr = f" #{top.pull_request}" if top.pull_request is not None else ""
         line += f"; top suspect {code_span(top.commit[:7])}{pr} {inline(top.title, 80)}"
     line += f" — `regbot explain {view.id}`" if _plain_id(view.id) else ""
-    if feedback.get("feedback") == "false-positive":
-        users = feedback.get("feedback_from") or ()
+    if view.feedback == "false-positive":
+        users = view.feedback_from or ()
         line += f" (marked false positive by {_plural(len(users), 'user')})"
     return line
 
@@ -160,21 +151,18 @@ def _section(title: str, lines: Sequence[str]) -> list[str]:
     return [f"### {title}", "", *shown, ""]
 
 
-def _missing_line(item: Mapping[str, object]) -> str:
-    scope = "source" if item.get("scope") == "source" else "series"
-    name = code_span(str(item.get("name", "")), 120)
-    return f"- {scope} {name}: {inline(str(item.get('reason', '')), 200)}"
+def _missing_line(item: MissingBaseline) -> str:
+    return f"- {item.scope} {code_span(item.name, 120)}: {inline(item.reason, 200)}"
 
 
-def decide_gate(report: Mapping[str, object], settings: GateSettings) -> GateDecision:
+def decide_gate(report: Report, settings: GateSettings) -> GateDecision:
     """The gate for one run's report (SPEC §4 plus ``missing_baseline``; entries may carry
     ``feedback``), under ``settings`` (module docstring)."""
-    entries = [e for e in report.get("regressions", []) or [] if isinstance(e, Mapping)]
-    views = [(read_regression(e, f"report.regressions[{i}]"), e) for i, e in enumerate(entries)]
-    start = _analysis_start(report)
-    failing = [(v, e) for v, e in views if fails_policy(v, settings, start)]
-    others = [(v, e) for v, e in views if not fails_policy(v, settings, start)]
-    missing = [m for m in report.get("missing_baseline", []) or [] if isinstance(m, Mapping)]
+    views = report.regressions
+    start = report.window.analysis_start_s
+    failing = [v for v in views if fails_policy(v, settings, start)]
+    others = [v for v in views if not fails_policy(v, settings, start)]
+    missing = report.missing_baseline or ()
     n_missing = len(missing)
     missing_text = (
         f"missing baseline for {_plural(n_missing, 'series or source', 'series or sources')}"
@@ -204,7 +192,7 @@ def decide_gate(report: Mapping[str, object], settings: GateSettings) -> GateDec
             else f"{_plural(len(views), 'regression')} reported, none fails the gate"
         )
     if n_missing:
-        names = ", ".join(str(m.get("name", "")) for m in missing[:5])
+        names = ", ".join(m.name for m in missing[:5])
         more = f" and {n_missing - 5} more" if n_missing > 5 else ""
         warning = (
             f"{missing_text} ({names}{more}): changes there were not judged; "
@@ -224,14 +212,14 @@ def decide_gate(report: Mapping[str, object], settings: GateSettings) -> GateDec
     if failing:
         summary += _section(
             f"Regressions that fail the gate ({len(failing)})",
-            [_regression_line(v, e) for v, e in failing],
+            [_regression_line(v) for v in failing],
         )
     if others:
         summary += _section(
             f"Other reported regressions ({len(others)})",
-            [_regression_line(v, e) for v, e in others],
+            [_regression_line(v) for v in others],
         )
-    flagged = sum(1 for _, e in views if e.get("feedback") == "false-positive")
+    flagged = sum(1 for v in views if v.feedback == "false-positive")
     if flagged:
         summary += [
             f"{_plural(flagged, 'regression')} marked false positive by developers; "
@@ -242,7 +230,7 @@ def decide_gate(report: Mapping[str, object], settings: GateSettings) -> GateDec
         state=state,
         title=title,
         summary="\n".join(summary).rstrip() + "\n",
-        failing=tuple(v.id for v, _ in failing),
+        failing=tuple(v.id for v in failing),
         missing_baseline=n_missing,
         warning=warning,
         policy=policy,

@@ -27,6 +27,8 @@ import numpy as np
 from regbot.detection.dedup.same_regression import KnownRegression
 from regbot.detection.dedup_context import Group, GroupMember, StackShare
 from regbot.errors import InputError
+from regbot.report.decode import read_regression, read_report
+from regbot.report.model import RegressionEntry, Report
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS regressions (
@@ -100,7 +102,7 @@ class StoredRegression:
     group_id: str
     first_seen_s: float
     last_seen_s: float
-    entry: dict
+    entry: RegressionEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +171,9 @@ class StateStore:
             " entry FROM regressions WHERE id = ?",
             (regression_id,),
         ).fetchone()
-        return StoredRegression(*row[:7], json.loads(row[7])) if row else None
+        if row is None:
+            return None
+        return StoredRegression(*row[:7], read_regression(json.loads(row[7]), f"regression {row[0]}"))
 
     def groups(self, since_s: float = float("-inf")) -> list[Group]:
         """Groups with a member whose change is at or after ``since_s``, members in order."""
@@ -200,11 +204,10 @@ class StateStore:
             )
         return [Group(gid, tuple(m)) for gid, m in members.items()]
 
-    def reports(self) -> list[dict]:
-        """Every stored run's report, oldest first."""
-        return [
-            json.loads(r[0]) for r in self._db.execute("SELECT report FROM runs ORDER BY rowid")
-        ]
+    def reports(self) -> list[Report]:
+        """Every stored run's report, oldest first, read back once (``regbot.report.decode``)."""
+        rows = self._db.execute("SELECT rowid, report FROM runs ORDER BY rowid")
+        return [read_report(json.loads(text), f"stored report of run {run}") for run, text in rows]
 
     def deploy_time(self, sha: str) -> float | None:
         """When the deploy of ``sha`` happened, from the deploy log (a sha prefix of at least
@@ -301,26 +304,24 @@ class StateStore:
                     new.append(entry)
         return new
 
-    def update_run_report(self, run_id: int, report: dict) -> None:
+    def update_run_report(self, run_id: int, report: Report) -> None:
         """Replace the stored report of run ``run_id`` (what ``record_run`` returned)."""
         with self._db:
             self._db.execute(
-                "UPDATE runs SET report = ? WHERE rowid = ?", (json.dumps(report), run_id)
+                "UPDATE runs SET report = ? WHERE rowid = ?", (json.dumps(report.to_json()), run_id)
             )
 
     def record_run(
         self,
         run_at_s: float,
-        report: dict,
+        report: Report,
         groups: Iterable[Group],
-        regressions: Iterable[dict],
     ) -> int:
         """Store one run in one transaction: its report, every group touched (members replaced),
-        and its regressions (``regressions`` are SPEC §4 entries with ``id``, ``series``,
-        ``detector``, ``change_time`` and ``group``). Returns the run's id."""
+        and its reported regressions. Returns the run's id."""
         with self._db:
             cursor = self._db.execute(
-                "INSERT INTO runs VALUES (?, ?)", (run_at_s, json.dumps(report))
+                "INSERT INTO runs VALUES (?, ?)", (run_at_s, json.dumps(report.to_json()))
             )
             run_id = int(cursor.lastrowid or 0)
             for group in groups:
@@ -329,20 +330,20 @@ class StateStore:
                     "INSERT INTO group_members VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [_member_row(group.id, i, m) for i, m in enumerate(group.members)],
                 )
-            for entry in regressions:
+            for entry in report.regressions:
                 self._db.execute(
                     "INSERT INTO regressions VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT(id) DO UPDATE SET last_seen_s = excluded.last_seen_s,"
                     " group_id = excluded.group_id, entry = excluded.entry",
                     (
-                        entry["id"],
-                        entry["series"],
-                        entry["detector"],
-                        entry["change_time"],
-                        entry["group"],
+                        entry.id,
+                        entry.series,
+                        entry.detector,
+                        entry.change_time_s,
+                        entry.group,
                         run_at_s,
                         run_at_s,
-                        json.dumps(entry),
+                        json.dumps(entry.to_json()),
                     ),
                 )
         return run_id

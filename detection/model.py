@@ -20,6 +20,8 @@ from typing import Literal
 import numpy as np
 
 from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stages import Stage
+from regbot.report.plain import JSONValue, json_plain
 
 __all__ = ["Candidate", "Verdict"]
 
@@ -28,14 +30,22 @@ __all__ = ["Candidate", "Verdict"]
 class Verdict:
     """One stage's decision on one candidate, with the numbers it compared.
 
-    ``numbers`` holds plain JSON values (floats, ints, bools, strings, None, or lists of them),
-    shown as they are by the report and by ``regbot explain``.
+    ``numbers`` are made JSON-plain here, once for every stage (``regbot.report.plain``:
+    numpy scalars and arrays as JSON values, NaN and infinities as None), and shown as they are
+    by the report and by ``regbot explain``.
     """
 
-    stage: str
+    stage: Stage
     passed: bool
     reason: str
-    numbers: Mapping[str, object] = field(default_factory=dict)
+    numbers: Mapping[str, JSONValue] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stage", Stage(self.stage))
+        object.__setattr__(self, "passed", bool(self.passed))
+        object.__setattr__(
+            self, "numbers", {str(k): json_plain(v) for k, v in self.numbers.items()}
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +70,7 @@ class Candidate:
     p_value: float
     windows: WindowBounds
     detector: Literal["short-term", "long-term"] = "short-term"
-    verdicts: Mapping[str, Verdict] = field(default_factory=dict)
+    verdicts: Mapping[Stage, Verdict] = field(default_factory=dict)
     regression_id: str = ""  # set by the same-regression merge: stable across runs
     # the change time's posterior interval [first, last] in epoch seconds (change_time.py): the
     # deploy lies after the point before ``first`` and at or before ``last``; None when the

@@ -4,8 +4,8 @@ plus long-term detection; the funnel counts what each stage removed.
 Windows: ``window_plan``; the short-term filters: ``short_term_filters``.
 
 The deduplication stages (same-regression merge, SOMDedup, cost shift, pairwise dedup, §5.4–5.5)
-come after these and keep their own funnel entries; until they run, their counts equal the
-count before them.
+come after these (``regbot.detection.dedup``) and write their own funnel entries
+(``regbot.detection.stages.Stage.funnel_key``); this pipeline writes only its own.
 """
 
 from __future__ import annotations
@@ -32,21 +32,10 @@ from regbot.detection.window_plan import (
     plan_windows,
     window_search_ranges,
 )
+from regbot.detection.stages import Stage
 from regbot.profiles.model import Series
+from regbot.report.model import Funnel
 
-FUNNEL_KEYS = (
-    "series",
-    "change_points",
-    "after_went_away",
-    "after_seasonality",
-    "after_threshold",
-    "after_share_inflation",
-    "after_same_regression_merge",
-    "after_som_dedup",
-    "after_cost_shift",
-    "after_pairwise_dedup",
-    "long_term",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +45,7 @@ class DetectionResult:
     per series (``window_use``; None when the batch was cut by the caller)."""
 
     windows: WindowBounds
-    funnel: dict[str, int]
+    funnel: Funnel
     reported: list[Candidate] = field(default_factory=list)
     filtered: list[Candidate] = field(default_factory=list)
     window_use: WindowUse | None = None
@@ -226,8 +215,7 @@ def _detect_parts(
 ) -> DetectionResult:
     """The pipeline over batches of series, each with its bounds (``n_series``: all the run's
     series, those without points in their windows included)."""
-    funnel = dict.fromkeys(FUNNEL_KEYS, 0)
-    funnel["series"] = n_series
+    funnel = Funnel(series=n_series)
     candidates = []
     load_free = []
     for batch, bounds in parts:
@@ -237,27 +225,20 @@ def _detect_parts(
     parts = load_free
     tests = sum(len(b) for b, _ in parts)
     candidates = keep_discoveries(candidates, tests, settings)
-    funnel["change_points"] = len(candidates)
+    funnel = funnel.counted(Stage.CHANGE_POINT, len(candidates))
     filtered: list[Candidate] = []
     kept: list[Candidate] = []
-    survivors = dict.fromkeys(("enough_data", "went_away", "seasonality", "threshold"), 0)
+    survivors = dict.fromkeys(
+        (Stage.ENOUGH_DATA, Stage.WENT_AWAY, Stage.SEASONALITY, Stage.THRESHOLD), 0
+    )
     for candidate, verdicts in zip(candidates, judge_candidates(candidates, settings)):
         for verdict in verdicts:
             candidate = candidate.with_verdict(verdict)
             survivors[verdict.stage] += verdict.passed
         (kept if candidate.passed else filtered).append(candidate)
     candidates = kept
-    funnel["after_went_away"] = survivors["went_away"]
-    funnel["after_seasonality"] = survivors["seasonality"]
-    funnel["after_threshold"] = survivors["threshold"]
-    for key in (
-        "after_share_inflation",
-        "after_same_regression_merge",
-        "after_som_dedup",
-        "after_cost_shift",
-        "after_pairwise_dedup",
-    ):
-        funnel[key] = len(candidates)
+    for stage in (Stage.WENT_AWAY, Stage.SEASONALITY, Stage.THRESHOLD):
+        funnel = funnel.counted(stage, survivors[stage])
 
     exclude = {c.series_id for c in candidates}
     found = [
@@ -270,7 +251,7 @@ def _detect_parts(
             long_term.append(candidate)
         else:
             filtered.append(candidate.with_verdict(verdict))
-    funnel["long_term"] = len(long_term)
+    funnel = funnel.counted(Stage.LONG_TERM, len(long_term))
     return DetectionResult(windows, funnel, candidates + long_term, filtered, use)
 
 

@@ -22,11 +22,14 @@ from rich.panel import Panel
 from rich.rule import Rule
 
 from regbot.bot.explanation.build import build_explanation
+from regbot.bot.explanation.model import Explanation
 from regbot.bot.github.comment import comment_marker, render_comment
 from regbot.bot.github.publish import stack_path_of
 from regbot.bot.state import open_state_read_only
 from regbot.bot.views.explain import explain_renderables
 from regbot.datasets.service import Scenario, build_scenario
+from regbot.report.decode import read_report
+from regbot.report.model import RegressionEntry, Report
 
 DEMO_KIND = "slower"
 
@@ -43,20 +46,20 @@ def _describe(scenario: Scenario) -> str:
     )
 
 
-def _regression_of(report: dict, scenario: Scenario) -> dict | None:
+def _regression_of(report: Report, scenario: Scenario) -> RegressionEntry | None:
     """The reported regression on the culprit's series that names it, else any that names it,
     else the one on its series."""
     naming = [
         e
-        for e in report["regressions"]
-        if any(c["commit"] == scenario.culprit_sha for c in e["candidates"])
+        for e in report.regressions
+        if any(c.commit == scenario.culprit_sha for c in e.candidates)
     ]
-    on_series = [e for e in report["regressions"] if e["series"] == scenario.culprit_function]
+    on_series = [e for e in report.regressions if e.series == scenario.culprit_function]
     return next(iter([e for e in on_series if e in naming] + naming + on_series), None)
 
 
-def _comment(entry: dict, scenario: Scenario, explanation) -> str | None:
-    pulls = [c["pull_request"] for c in entry["candidates"] if c["pull_request"]]
+def _comment(entry: RegressionEntry, scenario: Scenario, explanation: Explanation) -> str | None:
+    pulls = [c.pull_request for c in entry.candidates if c.pull_request]
     if not pulls:
         return None
     series = explanation.regression_series or explanation.series
@@ -66,10 +69,10 @@ def _comment(entry: dict, scenario: Scenario, explanation) -> str | None:
     return render_comment(
         entry,
         pull_request=pulls[0],
-        marker=comment_marker(entry["group"], pulls[0]),
+        marker=comment_marker(entry.group, pulls[0]),
         series_points=points,
         stack_path=stack_path_of(entry),
-        explain_command=f"regbot explain {entry['id']}",
+        explain_command=f"regbot explain {entry.id}",
     )
 
 
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     code = main(arguments, out=out, err=err)
     if code != 0:
         return code
-    report = json.loads(report_path.read_text())
+    report = read_report(json.loads(report_path.read_text()), str(report_path))
 
     entry = _regression_of(report, scenario)
     if entry is None:
@@ -96,8 +99,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         return 0
     with open_state_read_only(scenario.state_path) as state:
         explanation = build_explanation(
-            entry["id"],
-            entry["id"],
+            entry.id,
+            entry.id,
             state.reports(),
             state.regression,
             state.groups(),
@@ -107,18 +110,18 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if body is not None:
         out.print(Rule("the comment regbot would post on the suspect's pull request"))
         out.print(Panel(Markdown(body), title="PR comment (rendered)"))
-    out.print(Rule(f"regbot explain {entry['id']}"))
+    out.print(Rule(f"regbot explain {entry.id}"))
     for renderable in explain_renderables(explanation):
         out.print(renderable)
 
-    named = [c["commit"] for c in entry["candidates"]]
+    named = [c.commit for c in entry.candidates]
     verdict = (
         f"planted culprit {scenario.culprit_sha[:10]} named #{named.index(scenario.culprit_sha) + 1}"
-        f" ({entry['confidence']} confidence)"
+        f" ({entry.confidence} confidence)"
         if scenario.culprit_sha in named
         else f"planted culprit {scenario.culprit_sha[:10]} not named"
     )
-    reported = {e["series"] for e in report["regressions"]}
+    reported = {e.series for e in report.regressions}
     alarms = [a for a in scenario.planted_false_alarms if a not in reported]
     out.print(Rule("result"))
     out.print(verdict, highlight=False, markup=False)
@@ -127,7 +130,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         highlight=False,
     )
     out.print(
-        f"try: regbot explain {entry['id']} --state {scenario.state_path}",
+        f"try: regbot explain {entry.id} --state {scenario.state_path}",
         highlight=False,
         markup=False,
     )

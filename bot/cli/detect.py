@@ -49,10 +49,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 result.reported, context, state, result.windows.historical_start_s, config
             )
             report = build_report(result, __version__, dedup)
-            state.record_run(time.time(), report, dedup.groups, report["regressions"])
+            state.record_run(time.time(), report, dedup.groups)
     out.print(detection_table(report))
-    out.print(funnel_line(report["funnel"]), highlight=False)
+    out.print(funnel_line(report.funnel), highlight=False)
     if args.output is not None:
-        write_json_atomic(args.output, report)
+        write_json_atomic(args.output, report.to_json())
         err.print(f"wrote {args.output}", highlight=False)
     return 0

@@ -41,10 +41,11 @@ from typing import cast
 from rich.console import Console
 
 from regbot.bot.config import Config, load_config
-from regbot.bot.explanation.build import build_explanation, explanation_json, json_plain
+from regbot.bot.explanation.build import build_explanation, explanation_json
 from regbot.bot.explanation.lookup import known_ids, resolve_id
 from regbot.bot.state import open_state_read_only
 from regbot.errors import InputError
+from regbot.report.plain import json_plain
 
 # --- finding a regression -----------------------------------------------------------------
 

@@ -40,6 +40,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -62,7 +63,6 @@ from regbot.bot.config import Config, load_config
 from regbot.bot.dedup_context import build_dedup_context, deduplicate_against_state
 from regbot.bot.gate import GateDecision, decide_gate
 from regbot.bot.github.api import GitHubClient, GitHubError
-from regbot.bot.github.comment import render_summary
 from regbot.bot.github.feedback import annotate_report, collect_feedback
 from regbot.bot.github.markdown_safe import inline
 from regbot.bot.github.publish import (
@@ -73,11 +73,12 @@ from regbot.bot.github.publish import (
     publish_gate,
     publishing_plan,
 )
+from regbot.bot.github.summary import render_summary
 from regbot.bot.sources.baseline import MissingBaseline, find_missing_baselines, missing_names
 from regbot.bot.sources.gather import RunSeries, gather_series
 from regbot.bot.state import StateStore, open_state
 from regbot.bot.views.tables import attribution_table, detection_table, funnel_line
-from regbot.detection.dedup_context import subroutine_of_series
+from regbot.detection.dedup_context import Group, subroutine_of_series
 from regbot.detection.model import Candidate
 from regbot.detection.pipeline import detect_in_windows
 from regbot.detection.report import build_report
@@ -85,28 +86,39 @@ from regbot.detection.series_batch import WindowBounds
 from regbot.errors import InputError
 from regbot.profiles.model import Series
 from regbot.profiles.sample_index import SampleIndex
+from regbot.report.model import (
+    DeploySection,
+    Publishing,
+    RegressionEntry,
+    Report,
+    SuspectCommit,
+)
 from regbot.timefmt import parse_time
 
 RANKED_IN_REPORT = 10  # the ranking kept for `regbot explain` beyond the named candidates
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 
-def candidate_entry(scored: ScoredCommit) -> dict[str, object]:
-    """One suspect commit in SPEC §4 form, with the author and the matched frames as extras."""
+def suspect_commit(scored: ScoredCommit, rank: int) -> SuspectCommit:
+    """One suspect commit in SPEC §4 form (scores to 6 decimals), with the author and the
+    matched frames as extras."""
     commit = scored.commit
-    return {
-        "commit": commit.sha,
-        "pull_request": commit.pull_request,
-        "title": commit.title,
-        "score": round(scored.score, 6),
-        "parts": {
-            "gcpu_attribution": round(scored.parts.gcpu_attribution, 6),
-            "text_similarity": round(scored.parts.text_similarity, 6),
-            "correlation": round(scored.parts.correlation, 6),
-        },
-        "author": commit.author,
-        "matched": list(scored.matched),
-    }
+    return SuspectCommit(
+        commit=commit.sha,
+        pull_request=commit.pull_request,
+        title=commit.title,
+        score=round(scored.score, 6),
+        gcpu_attribution=round(scored.parts.gcpu_attribution, 6),
+        text_similarity=round(scored.parts.text_similarity, 6),
+        correlation=round(scored.parts.correlation, 6),
+        author=commit.author,
+        matched=tuple(scored.matched),
+        rank=rank,
+    )
+
+
+def _suspects(scored: Sequence[ScoredCommit]) -> tuple[SuspectCommit, ...]:
+    return tuple(suspect_commit(s, i + 1) for i, s in enumerate(scored))
 
 
 def evidence_of(candidate: Candidate) -> RegressionEvidence:
@@ -133,20 +145,24 @@ def share_ratio_of(candidate: Candidate) -> float:
     return float(verdict.numbers["ratio"]) if verdict.numbers["inflating"] else 1.0
 
 
-def fill_attribution(
-    entry: dict, result: Attribution, index: SampleIndex | None, candidate: Candidate
-) -> None:
-    """Write one regression's attribution into its report entry (SPEC §4 ``candidates`` and
-    ``confidence``; extras: the wider ranking, notes, and the stack paths that carry it)."""
-    entry["candidates"] = [candidate_entry(s) for s in result.candidates]
-    entry["confidence"] = result.confidence
-    entry["ranking"] = [candidate_entry(s) for s in result.ranked[:RANKED_IN_REPORT]]
-    entry["attribution_notes"] = list(result.notes)
+def attributed(
+    entry: RegressionEntry, result: Attribution, index: SampleIndex | None, candidate: Candidate
+) -> RegressionEntry:
+    """One regression's entry with its attribution (SPEC §4 ``candidates`` and ``confidence``;
+    extras: the wider ranking, notes, and the stack paths that carry it)."""
     sub = subroutine_of_series(candidate.series_id)
-    entry["stack_paths"] = (
+    paths = (
         heaviest_paths(index, sub, candidate.change_time_s, candidate.windows.end_s)
         if index is not None and sub is not None
         else []
+    )
+    return replace(
+        entry,
+        candidates=_suspects(result.candidates),
+        confidence=result.confidence,
+        ranking=_suspects(result.ranked[:RANKED_IN_REPORT]),
+        attribution_notes=tuple(result.notes),
+        stack_paths=tuple(tuple(p) for p in paths),
     )
 
 
@@ -211,7 +227,7 @@ def analyse(
     changes: DeployChanges,
     state: StateStore,
     workload: str | None,
-) -> tuple[dict, list, Mapping[str, Candidate]]:
+) -> tuple[Report, list[Group], Mapping[str, Candidate]]:
     """Detection, dedup (with the deploy's commit → subroutines map) and attribution."""
     settings = config.detection_for(workload)
     result = detect_in_windows(run_series.series, settings, windows)
@@ -229,13 +245,14 @@ def analyse(
     report = build_report(result, __version__, dedup)
     by_id = {c.regression_id: c for c in dedup.representatives}
     attribution = config.attribution
-    for entry in report["regressions"]:
-        candidate = by_id[entry["id"]]
+    entries = []
+    for entry in report.regressions:
+        candidate = by_id[entry.id]
         found = attribute(
             evidence_of(candidate), changes, run_series.index, run_series.signals, attribution
         )
-        fill_attribution(entry, found, run_series.index, candidate)
-    return report, dedup.groups, by_id
+        entries.append(attributed(entry, found, run_series.index, candidate))
+    return replace(report, regressions=tuple(entries)), dedup.groups, by_id
 
 
 def missing_baselines(
@@ -286,34 +303,34 @@ def _summary_path(args: argparse.Namespace) -> Path | None:
     return Path(from_env) if from_env else None
 
 
-def job_summary(report: dict, decision: GateDecision) -> str:
+def job_summary(report: Report, decision: GateDecision) -> str:
     """The job summary: the report's missing baselines, funnel and regressions
     (``render_summary``), the gate's state, title and policy (its full summary is the check
     run's), and what was published."""
-    text = render_summary(report, missing=missing_names(report.get("missing_baseline", [])))
+    text = render_summary(report, missing=missing_names(report.missing_baseline or ()))
     text += f"\n### Gate: {decision.state}\n\n**{inline(decision.title, 300)}**\n\n"
     text += f"{decision.policy}\n"
     if decision.failing:
         text += f"\nFailing: {', '.join(f'`{rid}`' for rid in decision.failing[:50])}\n"
-    comments = report.get("comments") or []
+    comments = report.comments or ()
     if comments:
         text += "\n### PR comments\n\n" + "".join(
-            f"- #{c['pull_request']}: {c['outcome']} ({c['url']})\n" for c in comments
+            f"- #{c.pull_request}: {c.outcome} ({c.url})\n" for c in comments
         )
-    skipped = report.get("comments_skipped") or []
+    skipped = report.comments_skipped or ()
     if skipped:
         text += f"\n{len(skipped)} comment(s) not posted; see `comments_skipped` in the report.\n"
-    error = (report.get("publishing") or {}).get("error")
+    error = report.publishing.error if report.publishing is not None else None
     if error:
         text += f"\n**Publishing failed**: {inline(str(error), 500)}\n"
     return text
 
 
 def _write_outputs(
-    args: argparse.Namespace, report: dict, decision: GateDecision, err: Console
+    args: argparse.Namespace, report: Report, decision: GateDecision, err: Console
 ) -> None:
     if args.output is not None:
-        write_json_atomic(args.output, report)
+        write_json_atomic(args.output, report.to_json())
         err.print(f"wrote {args.output}", highlight=False)
     summary_path = _summary_path(args)
     if summary_path is not None:
@@ -326,31 +343,32 @@ def _write_outputs(
             ) from None
 
 
-def _print_outcome(report: dict, err: Console) -> None:
-    for c in report.get("comments", []):
+def _print_outcome(report: Report, err: Console) -> None:
+    for c in report.comments or ():
         err.print(
-            f"comment {c['outcome']} on #{c['pull_request']}: {c['url']}",
+            f"comment {c.outcome} on #{c.pull_request}: {c.url}",
             markup=False,
             highlight=False,
             soft_wrap=True,
         )
-    for skipped in report.get("comments_skipped", []):
-        pr = f" on #{skipped['pull_request']}" if skipped["pull_request"] else ""
+    for skipped in report.comments_skipped or ():
+        pr = f" on #{skipped.pull_request}" if skipped.pull_request else ""
         err.print(
-            f"no comment for {skipped['regression']}{pr}: {skipped['reason']}",
+            f"no comment for {skipped.regression_id}{pr}: {skipped.reason}",
             markup=False,
             highlight=False,
             soft_wrap=True,
         )
-    gate = report["gate"]
-    if gate.get("published_as"):
-        where = f" (set as a {gate['published_as'].replace('_', ' ')})"
-    elif not gate.get("enforced"):
+    gate = report.gate
+    assert gate is not None  # a run's report always has its gate
+    if gate.published_as:
+        where = f" (set as a {gate.published_as.replace('_', ' ')})"
+    elif not gate.enforced:
         where = " (dry run: not set on GitHub, exit code unaffected)"
     else:
         where = " (not set on GitHub: publishing is off; the exit code follows it)"
     err.print(
-        f"gate {gate['name']}: {gate['state']} — {gate['title']}{where}",
+        f"gate {gate.name}: {gate.state} — {gate.title}{where}",
         markup=False,
         highlight=False,
         soft_wrap=True,
@@ -407,36 +425,29 @@ def _run(
             _line_reader(config, state, previous, deploy, commits),
         )
         report, groups, by_id = analyse(config, run_series, windows, changes, state, args.workload)
-        report["deploy"] = {
-            "sha": deploy,
-            "previous": previous,
-            "deployed_at": deployed_at,
-            "commits": len(commits),
-            "dry_run": bool(args.dry_run),
-        }
-        report["sources"] = dict(run_series.counts)
-        report["missing_baseline"] = [
-            m.to_json() for m in missing_baselines(config, run_series, windows, now_s)
-        ]
+        report = replace(
+            report,
+            deploy=DeploySection(deploy, previous, deployed_at, len(commits), bool(args.dry_run)),
+            sources=dict(run_series.counts),
+            missing_baseline=tuple(missing_baselines(config, run_series, windows, now_s)),
+        )
         flagged = state.false_positive_groups()
-        annotate_report(report, flagged)
+        report = annotate_report(report, flagged)
         decision = decide_gate(report, config.gate)
         enforced = not args.dry_run
-        report["gate"] = {
-            "name": config.gate.name,
-            **decision.to_json(),
-            "enforced": enforced,
-            "published_as": None,
-        }
-        report["publishing"] = {"enabled": plan.enabled, "reason": plan.reason}
-        report["comments"] = []
-        report["comments_skipped"] = []
+        report = replace(
+            report,
+            gate=decision.section(config.gate.name, enforced),
+            publishing=Publishing(plan.enabled, plan.reason),
+            comments=(),
+            comments_skipped=(),
+        )
         run_at = time.time()
-        run_id = state.record_run(run_at, report, groups, report["regressions"])
+        run_id = state.record_run(run_at, report, groups)
         state.record_deploy(deploy, previous, deployed_at, run_at)
         out.print(detection_table(report))
         out.print(attribution_table(report))
-        out.print(funnel_line(report["funnel"]), highlight=False)
+        out.print(funnel_line(report.funnel), highlight=False)
         if decision.warning is not None:
             err.print(
                 f"regbot: warning: {decision.warning}",
@@ -460,13 +471,23 @@ def _run(
                         result=published,
                     )
                 finally:
-                    report["comments"] = [c.to_json() for c in published.comments]
-                    report["comments_skipped"] = [c.to_json() for c in published.skipped]
-                report["gate"]["published_as"] = publish_gate(
-                    client, deploy, config.gate.name, decision
+                    report = replace(
+                        report,
+                        regressions=tuple(
+                            published.entries.get(e.id, e) for e in report.regressions
+                        ),
+                        comments=tuple(published.comments),
+                        comments_skipped=tuple(published.skipped),
+                    )
+                gate = replace(
+                    decision.section(config.gate.name, enforced),
+                    published_as=publish_gate(client, deploy, config.gate.name, decision),
                 )
+                report = replace(report, gate=gate)
         except GitHubError as error:
-            report["publishing"]["error"] = str(error)
+            report = replace(
+                report, publishing=Publishing(plan.enabled, plan.reason, str(error))
+            )
             raise
         finally:
             state.update_run_report(run_id, report)

@@ -3,7 +3,6 @@ and merged duplicates), and its JSON form for `regbot explain --json`."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -24,6 +23,8 @@ from regbot.bot.explanation.model import (
 from regbot.bot.state import StoredRegression
 from regbot.detection.dedup_context import Group
 from regbot.errors import InputError
+from regbot.report.model import Report
+from regbot.report.plain import json_plain
 
 
 def _direction(
@@ -107,13 +108,15 @@ def _merged_duplicates(
 def build_explanation(
     query: str,
     rid: str,
-    reports: Sequence[Mapping[str, object]],
+    typed_reports: Sequence[Report],
     stored: Callable[[str], StoredRegression | None],
     groups: Sequence[Group],
     higher_is_better: frozenset[str],
 ) -> Explanation:
-    """Everything about ``rid`` (a resolved id) from the state's reports, regressions and groups."""
+    """Everything about ``rid`` (a resolved id) from the state's reports, regressions and groups.
+    The explanation reads entries in their JSON form (``Report.to_json``)."""
     by_id = {g.id: g for g in groups}
+    reports = [r.to_json() for r in typed_reports]
     regression = find_regression(rid, reports, stored(rid), by_id)
     if regression is None:
         raise InputError("REGRESSION_ID", "a regression id held by a stored report", rid)
@@ -147,19 +150,6 @@ def build_explanation(
             else None
         ),
     )
-
-
-def json_plain(value: object) -> object:
-    """JSON-ready: numpy arrays and tuples as lists, non-finite numbers as null."""
-    if isinstance(value, np.ndarray):
-        return [json_plain(v) for v in value.tolist()]
-    if isinstance(value, Mapping):
-        return {str(k): json_plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_plain(v) for v in value]
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    return value
 
 
 def _finding_json(finding: Finding) -> dict[str, object]:

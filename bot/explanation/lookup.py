@@ -204,7 +204,7 @@ def find_regression(
         )
     if stored is not None:
         return Finding(
-            stored.entry,
+            stored.entry.to_json(),
             Status("reported"),
             runs=len(reports),
             first_seen_s=seen[0],

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from regbot.bot.github.api import CommentInfo, GitHubClient
 from regbot.bot.github.comment import find_marker
 from regbot.bot.state import FeedbackEntry, StateStore, StoredComment
+from regbot.report.model import Report
 
 MARKER_PREFIX = "<!-- regbot:v1 group="
 
@@ -129,15 +131,15 @@ def collect_feedback(client: GitHubClient, state: StateStore, now_s: float) -> l
     return state.record_feedback(found)
 
 
-def annotate_report(
-    report: Mapping[str, object], flagged_groups: Mapping[str, Sequence[str]]
-) -> int:
-    """Mark the report's regressions whose group developers called a false positive
-    (``feedback``, ``feedback_from``); returns how many were marked."""
-    marked = 0
-    for entry in report.get("regressions", []) or []:
-        if isinstance(entry, MutableMapping) and entry.get("group") in flagged_groups:
-            entry["feedback"] = "false-positive"
-            entry["feedback_from"] = list(flagged_groups[str(entry["group"])])
-            marked += 1
-    return marked
+def annotate_report(report: Report, flagged_groups: Mapping[str, Sequence[str]]) -> Report:
+    """The report with its regressions whose group developers called a false positive marked
+    (``feedback``, ``feedback_from``)."""
+    return replace(
+        report,
+        regressions=tuple(
+            replace(e, feedback="false-positive", feedback_from=tuple(flagged_groups[e.group]))
+            if e.group in flagged_groups
+            else e
+            for e in report.regressions
+        ),
+    )

@@ -36,7 +36,7 @@ import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypeVar
+from typing import Literal
 
 from regbot.attribution.stack_paths import path_to
 from regbot.bot.config import CommentPolicy, Config
@@ -53,6 +53,7 @@ from regbot.bot.github.comment import comment_marker, render_comment
 from regbot.bot.state import StateStore, StoredComment
 from regbot.detection.dedup_context import subroutine_of_series
 from regbot.errors import InputError
+from regbot.report.model import CommentOutcome, RegressionEntry, Report, SkippedComment
 
 __all__ = [
     "CONFIDENCE_RANK",
@@ -74,8 +75,6 @@ __all__ = [
 
 RETRY_SCALE_ENV = "REGBOT_GITHUB_RETRY_SCALE"
 CONFIDENCE_RANK = {"none": 0, "low": 1, "high": 2}
-Outcome = Literal["created", "edited", "unchanged"]
-EntryT = TypeVar("EntryT", bound=Mapping[str, object])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,76 +150,40 @@ def details_url(environ: Mapping[str, str] = os.environ) -> str | None:
 # Comments
 
 
-@dataclass(frozen=True, slots=True)
-class CommentOutcome:
-    """A comment regbot wrote (or found up to date) in this run."""
-
-    group_id: str
-    regression_id: str
-    pull_request: int
-    comment_id: int
-    url: str
-    outcome: Outcome
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "group": self.group_id,
-            "regression": self.regression_id,
-            "pull_request": self.pull_request,
-            "comment_id": self.comment_id,
-            "url": self.url,
-            "outcome": self.outcome,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SkippedComment:
-    """A regression (on a pull request, when one was known) regbot did not comment on, and why."""
-
-    group_id: str
-    regression_id: str
-    pull_request: int | None
-    reason: str
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "group": self.group_id,
-            "regression": self.regression_id,
-            "pull_request": self.pull_request,
-            "reason": self.reason,
-        }
-
-
 @dataclass(slots=True)
 class PublishResult:
+    """What publishing did so far: comments written or found up to date, regressions not
+    commented on, and the entries whose suspects' pull requests were found through GitHub
+    (``entries``, by regression id: the report's entries to replace)."""
+
     comments: list[CommentOutcome] = field(default_factory=list)
     skipped: list[SkippedComment] = field(default_factory=list)
+    entries: dict[str, RegressionEntry] = field(default_factory=dict)
 
     @property
     def writes(self) -> int:
         return sum(1 for c in self.comments if c.outcome != "unchanged")
 
 
-def comment_order(entries: Sequence[EntryT]) -> list[EntryT]:
+def comment_order(entries: Sequence[RegressionEntry]) -> list[RegressionEntry]:
     """Regressions in the order comments are spent on them (module docstring)."""
 
-    def key(entry: EntryT) -> tuple[int, float, str]:
-        relative = entry.get("relative_delta")
-        size = abs(float(relative)) if isinstance(relative, (int, float)) else 0.0
-        return (-CONFIDENCE_RANK.get(str(entry.get("confidence")), 0), -size, str(entry["id"]))
+    def key(entry: RegressionEntry) -> tuple[int, float, str]:
+        size = abs(entry.relative_delta) if entry.relative_delta is not None else 0.0
+        return (-CONFIDENCE_RANK.get(entry.confidence, 0), -size, entry.id)
 
     return sorted(entries, key=key)
 
 
-def stack_path_of(entry: Mapping[str, object]) -> list[str]:
+def stack_path_of(entry: RegressionEntry) -> list[str]:
     """The comment's stack path: the heaviest of the entry's ``stack_paths``, from the root down
     to the regressed subroutine's outermost frame (the comment labels it "root → regressed
     frame"); empty without stack paths."""
-    paths = entry.get("stack_paths") or []
-    if not isinstance(paths, Sequence) or not paths or not isinstance(paths[0], Sequence):
+    paths = entry.stack_paths or ()
+    if not paths:
         return []
-    first = [str(frame) for frame in paths[0]]
-    subroutine = subroutine_of_series(str(entry.get("series", "")))
+    first = list(paths[0])
+    subroutine = subroutine_of_series(entry.series)
     return path_to(first, subroutine) if subroutine else first
 
 
@@ -267,34 +230,35 @@ class _PullLookup:
 
 
 def pull_requests_of(
-    entry: dict, lookup: Callable[[str], list[int]]
-) -> tuple[list[int], list[str]]:
-    """The distinct pull requests of an entry's named candidates, in candidate order, and the
-    shas of candidates without any. A PR found through GitHub is written into the candidate
-    (``pull_request``, with ``pull_request_from: "github"``), so the comment marks "this PR"."""
+    entry: RegressionEntry, lookup: Callable[[str], list[int]]
+) -> tuple[RegressionEntry, list[int], list[str]]:
+    """The entry with the pull requests found through GitHub written into its candidates
+    (``pull_request``, with ``pull_request_from: "github"``, so the comment marks "this PR"),
+    the distinct pull requests of its named candidates in candidate order, and the shas of
+    candidates without any."""
     numbers: list[int] = []
     without: list[str] = []
-    for candidate in entry.get("candidates") or []:
-        number = candidate.get("pull_request")
-        found = [number] if isinstance(number, int) and number > 0 else []
+    candidates = []
+    for candidate in entry.candidates:
+        found = [candidate.pull_request] if candidate.pull_request is not None else []
         if not found:
-            found = lookup(str(candidate["commit"]))
+            found = lookup(candidate.commit)
             if found:
-                candidate["pull_request"] = found[0]
-                candidate["pull_request_from"] = "github"
+                candidate = replace(candidate, pull_request=found[0], pull_request_from="github")
         if not found:
-            without.append(str(candidate["commit"]))
+            without.append(candidate.commit)
+        candidates.append(candidate)
         numbers += [n for n in found if n not in numbers]
-    return numbers, without
+    return replace(entry, candidates=tuple(candidates)), numbers, without
 
 
-def _skip(entry: Mapping[str, object], reason: str, pr: int | None = None) -> SkippedComment:
-    return SkippedComment(str(entry["group"]), str(entry["id"]), pr, reason)
+def _skip(entry: RegressionEntry, reason: str, pr: int | None = None) -> SkippedComment:
+    return SkippedComment(entry.group, entry.id, pr, reason)
 
 
 def publish_comments(
     client: GitHubClient,
-    report: Mapping[str, object],
+    report: Report,
     *,
     points: Mapping[str, Sequence[tuple[float, float]]],
     policy: CommentPolicy,
@@ -312,14 +276,12 @@ def publish_comments(
     floor = CONFIDENCE_RANK[policy.min_confidence]
     listings: dict[int, list[CommentInfo]] = {}
     lookup = _PullLookup(client)
-    entries = [e for e in report.get("regressions", []) or [] if isinstance(e, dict)]
-    for entry in comment_order(entries):
-        group, rid = str(entry["group"]), str(entry["id"])
-        confidence = str(entry.get("confidence"))
+    for entry in comment_order(report.regressions):
+        group, rid, confidence = entry.group, entry.id, entry.confidence
         if not policy.enabled:
             result.skipped.append(_skip(entry, "github.comments.enabled is false"))
             continue
-        if not entry.get("candidates"):
+        if not entry.candidates:
             result.skipped.append(_skip(entry, "no suspect commit named (confidence none)"))
             continue
         if CONFIDENCE_RANK.get(confidence, 0) < floor:
@@ -334,7 +296,9 @@ def publish_comments(
         if group in flagged_groups:
             result.skipped.append(_skip(entry, "feedback: false-positive (not commented on again)"))
             continue
-        numbers, without = pull_requests_of(entry, lookup)
+        found, numbers, without = pull_requests_of(entry, lookup)
+        if found != entry:
+            entry = result.entries[rid] = found
         for sha in without:
             result.skipped.append(_skip(entry, f"commit {sha[:12]} has no pull request"))
         for pr in numbers:

@@ -28,14 +28,13 @@ in detection).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import ChangePointSettings
 from regbot.profiles.model import Series
+from regbot.report.model import MissingBaseline
 
 __all__ = [
     "MIN_BASELINE_POINTS",
@@ -48,28 +47,6 @@ __all__ = [
 
 MIN_BASELINE_POINTS = ChangePointSettings().min_points_each_side
 PROFILES_SOURCE = "profiles"
-
-
-@dataclass(frozen=True, slots=True)
-class MissingBaseline:
-    """A source or a series without enough history. ``points`` is what the historical window
-    held (None for a source that returned no series), ``needed`` the minimum."""
-
-    scope: Literal["source", "series"]
-    name: str
-    reason: str
-    points: int | None
-    needed: int
-
-    def to_json(self) -> dict[str, object]:
-        """The report's ``missing_baseline`` item."""
-        return {
-            "scope": self.scope,
-            "name": self.name,
-            "reason": self.reason,
-            "points": self.points,
-            "needed": self.needed,
-        }
 
 
 def points_in_history(timestamps_s: np.ndarray, windows: WindowBounds) -> int:
@@ -129,6 +106,6 @@ def find_missing_baselines(
     return missing
 
 
-def missing_names(missing: Iterable[Mapping[str, object]]) -> list[str]:
-    """Report items (``MissingBaseline.to_json``) as one line each, ``source profiles: …``."""
-    return [f"{m.get('scope')} {m.get('name')}: {m.get('reason')}" for m in missing]
+def missing_names(missing: Iterable[MissingBaseline]) -> list[str]:
+    """The report's missing baselines as one line each, ``source profiles: …``."""
+    return [f"{m.scope} {m.name}: {m.reason}" for m in missing]

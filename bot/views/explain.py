@@ -31,7 +31,7 @@ from rich.tree import Tree
 from regbot.bot.explanation.lookup import ordered_verdicts, stages_not_reached
 from regbot.bot.explanation.model import Explanation, Finding, GroupView, MemberSeries
 from regbot.bot.github.markdown_safe import clean
-from regbot.bot.report_view import format_number, format_relative
+from regbot.bot.views.numbers import format_number, format_relative
 from regbot.detection.dedup_context import subroutine_of_series
 from regbot.profiles.model import subroutine_of
 from regbot.timefmt import format_time

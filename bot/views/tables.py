@@ -9,6 +9,7 @@ from rich.table import Table
 
 from regbot.bot.sources.profiles import IngestSummary
 from regbot.profiles.gcpu import GcpuMatrix
+from regbot.report.model import Funnel, Report
 from regbot.timefmt import format_time
 
 
@@ -81,7 +82,7 @@ def gcpu_table(matrix: GcpuMatrix, top: int) -> Table:
     return table
 
 
-def detection_table(report: dict) -> Table:
+def detection_table(report: Report) -> Table:
     """The reported regressions of a SPEC §4 report, one row each."""
     table = Table(title="regbot detect", show_edge=False)
     for name, justify in (
@@ -96,26 +97,25 @@ def detection_table(report: dict) -> Table:
         ("p-value", "right"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for r in report["regressions"]:
-        relative = r["relative_delta"]
-        p_value = r["p_value"]
+    for r in report.regressions:
+        relative, p_value = r.relative_delta, r.p_value
         table.add_row(
-            r["id"],
-            escape(r["series"]),
-            r["detector"],
-            format_time(r["change_time"]),
-            f"{r['before']:.6g}",
-            f"{r['after']:.6g}",
-            f"{r['delta']:+.6g}",
+            r.id,
+            escape(r.series),
+            r.detector,
+            format_time(r.change_time_s),
+            _general(r.before, ".6g"),
+            _general(r.after, ".6g"),
+            _general(r.delta, "+.6g"),
             f"{relative:+.2%}" if relative is not None else "new",
             f"{p_value:.2g}" if p_value is not None else "-",
         )
-    if not report["regressions"]:
+    if not report.regressions:
         table.caption = "no regressions"
     return table
 
 
-def attribution_table(report: dict) -> Table:
+def attribution_table(report: Report) -> Table:
     """Each reported regression's suspect commits (best first) with the score parts."""
     table = Table(title="suspect commits", show_edge=False)
     for name, justify in (
@@ -130,27 +130,30 @@ def attribution_table(report: dict) -> Table:
         ("corr.", "right"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for r in report["regressions"]:
-        if not r["candidates"]:
-            table.add_row(r["id"], r["confidence"], "-", "", "no confident suspect", "", "", "", "")
-        for rank, c in enumerate(r["candidates"]):
-            parts = c["parts"]
+    for r in report.regressions:
+        if not r.candidates:
+            table.add_row(r.id, r.confidence, "-", "", "no confident suspect", "", "", "", "")
+        for rank, c in enumerate(r.candidates):
             table.add_row(
-                r["id"] if rank == 0 else "",
-                r["confidence"] if rank == 0 else "",
-                c["commit"][:10],
-                f"#{c['pull_request']}" if c["pull_request"] else "-",
-                escape(c["title"][:60]),
-                f"{c['score']:.2f}",
-                f"{parts['gcpu_attribution']:.0%}",
-                f"{parts['text_similarity']:.0%}",
-                f"{parts['correlation']:.0%}",
+                r.id if rank == 0 else "",
+                r.confidence if rank == 0 else "",
+                c.commit[:10],
+                f"#{c.pull_request}" if c.pull_request else "-",
+                escape(c.title[:60]),
+                f"{c.score:.2f}",
+                f"{c.gcpu_attribution:.0%}",
+                f"{c.text_similarity:.0%}",
+                f"{c.correlation:.0%}",
             )
-    if not report["regressions"]:
+    if not report.regressions:
         table.caption = "no regressions to attribute"
     return table
 
 
-def funnel_line(funnel: dict) -> str:
+def funnel_line(funnel: Funnel) -> str:
     """The funnel as one line, in pipeline order (like FBDetect Table 3)."""
-    return "funnel: " + " → ".join(f"{key} {value:,}" for key, value in funnel.items())
+    return "funnel: " + " → ".join(f"{key} {value:,}" for key, value in funnel.to_json().items())
+
+
+def _general(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)

@@ -24,6 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from regbot.detection.cost_shift import cost_shift_verdicts
+from regbot.detection.stages import Stage
 from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
 from regbot.detection.dedup.same_regression import KnownRegression, merge_same_regressions
 from regbot.detection.dedup.som_dedup import joined_verdict, reelect, rehome, som_dedup
@@ -38,14 +39,14 @@ from regbot.detection.stage_settings import CostShiftSettings, DedupSettings, So
 class DedupResult:
     """Representatives (one per group touched in this run), removed candidates with their
     verdicts, the groups after this run, each representative's duplicates, and the funnel
-    counts of these stages."""
+    counts of these stages (each stage's own entry, by the stage registry)."""
 
     representatives: list[Candidate]
     removed: list[Candidate]
     groups: list[Group]
     group_of: dict[str, str]
     duplicates: dict[str, list[str]]
-    funnel: dict[str, int] = field(default_factory=dict)
+    funnel: dict[Stage, int] = field(default_factory=dict)
 
 
 def deduplicate(
@@ -61,35 +62,35 @@ def deduplicate(
     share inflation and the cost-shift check (``cost_shift:``)."""
     removed: list[Candidate] = []
     duplicates: dict[str, list[str]] = defaultdict(list)
-    funnel: dict[str, int] = {}
+    funnel: dict[Stage, int] = {}
 
     if cost_shift.share_inflation:
         inflation = ShareInflationSettings(alpha=cost_shift.inflation_alpha)
         verdicts = share_inflation_verdicts(candidates, context, inflation)
         judged = [c.with_verdict(v) for c, v in zip(candidates, verdicts, strict=True)]
-        candidates = [c for c in judged if c.verdicts["share_inflation"].passed]
-        removed += [c for c in judged if not c.verdicts["share_inflation"].passed]
-    funnel["after_share_inflation"] = len(candidates)
+        candidates = [c for c in judged if c.verdicts[Stage.SHARE_INFLATION].passed]
+        removed += [c for c in judged if not c.verdicts[Stage.SHARE_INFLATION].passed]
+    funnel[Stage.SHARE_INFLATION] = len(candidates)
 
     kept, merged = merge_same_regressions(candidates, known, settings)
     removed += merged  # a twin shares its regression's id: the same regression, not a duplicate
-    funnel["after_same_regression_merge"] = len(kept)
+    funnel[Stage.SAME_REGRESSION] = len(kept)
 
     members_of: dict[str, list[Candidate]] = {}  # representative's series -> its duplicates
     if settings.method == "fbdetect":
         judged = som_dedup(kept, context, settings.som, settings.seed)
-        kept = [c for c in judged if c.verdicts["som_dedup"].passed]
+        kept = [c for c in judged if c.verdicts[Stage.SOM_DEDUP].passed]
         for candidate in judged:
-            verdict = candidate.verdicts["som_dedup"]
+            verdict = candidate.verdicts[Stage.SOM_DEDUP]
             if not verdict.passed:
                 into = str(verdict.numbers.get("representative"))
                 members_of.setdefault(into, []).append(candidate)
-    funnel["after_som_dedup"] = len(kept)
+    funnel[Stage.SOM_DEDUP] = len(kept)
 
     if cost_shift.enabled:
         kept, shifted = _cost_shift_stage(kept, members_of, context, cost_shift, settings.som)
         removed += shifted
-    funnel["after_cost_shift"] = len(kept)
+    funnel[Stage.COST_SHIFT] = len(kept)
     by_series = {c.series_id: c for c in kept}
     for into, members in members_of.items():
         removed += members
@@ -107,7 +108,7 @@ def deduplicate(
                 group_of[m.regression_id] = g.id
         kept = []
         for candidate in judged:
-            verdict = candidate.verdicts["pairwise_dedup"]
+            verdict = candidate.verdicts[Stage.PAIRWISE_DEDUP]
             group_id = group_of.get(candidate.regression_id, candidate.regression_id)
             own_group = representatives_of_groups.get(group_id) == candidate.regression_id
             if verdict.passed or own_group:
@@ -119,11 +120,11 @@ def deduplicate(
                 )
     else:
         judged = stack_dedup(kept, context, settings)
-        kept = [c for c in judged if c.verdicts["stack_dedup"].passed]
-        removed += [c for c in judged if not c.verdicts["stack_dedup"].passed]
+        kept = [c for c in judged if c.verdicts[Stage.STACK_DEDUP].passed]
+        removed += [c for c in judged if not c.verdicts[Stage.STACK_DEDUP].passed]
         for candidate in kept:
             group_of[candidate.regression_id] = candidate.regression_id
-    funnel["after_pairwise_dedup"] = len(kept)
+    funnel[Stage.PAIRWISE_DEDUP if settings.method == "fbdetect" else Stage.STACK_DEDUP] = len(kept)
 
     for candidate in kept:
         group_of.setdefault(candidate.regression_id, candidate.regression_id)
@@ -185,10 +186,10 @@ def _cost_shift_stage(
             members_of.setdefault(representative.series_id, []).append(member.with_verdict(verdict))
         if left:
             elected = reelect(left, context, som, former)
-            representative = next(c for c in elected if c.verdicts["som_dedup"].passed)
+            representative = next(c for c in elected if c.verdicts[Stage.SOM_DEDUP].passed)
             kept.append(representative)
             members_of[representative.series_id] = [
-                c for c in elected if not c.verdicts["som_dedup"].passed
+                c for c in elected if not c.verdicts[Stage.SOM_DEDUP].passed
             ]
     kept.sort(key=lambda c: order[c.series_id])
     return kept, removed

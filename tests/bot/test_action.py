@@ -596,7 +596,7 @@ def test_a_concurrent_push_is_merged_not_overwritten(scenario, tmp_path: Path) -
         assert state.deploy_time(scenario.shas["deploy_2"]) == DEPLOY_2_AT  # both
         assert state.deploy_time(scenario.shas["deploy_3"]) == DEPLOY_3_AT  # ours
         runs = state.reports()
-    assert [r["deploy"]["sha"] for r in runs] == [
+    assert [r.deploy.sha for r in runs if r.deploy is not None] == [
         scenario.shas["deploy_2"],
         scenario.shas["deploy_3"],
     ]

@@ -23,23 +23,17 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 
 from regbot.bot.cli import main
-from regbot.bot.github.comment import (
-    CHART_MAX_POINTS,
-    SHRINK_STEPS,
-    comment_marker,
-    find_marker,
-    mermaid_chart,
-    render_comment,
-    render_summary,
-)
+from regbot.bot.github.chart import CHART_MAX_POINTS, mermaid_chart
+from regbot.bot.github.comment import SHRINK_STEPS, comment_marker, find_marker, render_comment
+from regbot.bot.github.summary import render_summary as render_typed_summary
 from regbot.bot.github.markdown_safe import ZWSP, code_block, code_span, inline
-from regbot.bot.report_view import (
+from regbot.bot.views.numbers import (
     format_delta,
     format_number,
     format_relative,
     format_value,
-    read_regression,
 )
+from regbot.report import read_regression, read_report
 from regbot.errors import InputError
 
 CHANGE = 1_763_867_000.0
@@ -179,7 +173,13 @@ def render(regression: dict[str, object] | None = None, **overrides: object) -> 
         "repository": "acme/shop",
     }
     arguments.update(overrides)
-    return render_comment(regression or REGRESSION, **arguments)  # type: ignore[arg-type]
+    entry = read_regression(regression or REGRESSION)
+    return render_comment(entry, **arguments)  # type: ignore[arg-type]
+
+
+def render_summary(report: object, **arguments: object) -> str:
+    """The summary of a report written as JSON (read as ``regbot explain`` reads stored ones)."""
+    return render_typed_summary(read_report(report), **arguments)  # type: ignore[arg-type]
 
 
 def parse(markdown: str) -> str:

@@ -20,6 +20,7 @@ from regbot.bot.sources.baseline import (
 )
 from regbot.detection.series_batch import WindowBounds
 from regbot.profiles.model import Series
+from regbot.report import Funnel, Report, Windows, WindowSection, read_regression
 
 SHA = "ab" * 20
 
@@ -64,12 +65,19 @@ def regression(
     }
 
 
-def missing(name: str = "profiles", scope: str = "source") -> dict:
-    return MissingBaseline(scope, name, "the source returned no series", None, 3).to_json()  # type: ignore[arg-type]
+def missing(name: str = "profiles", scope: str = "source") -> MissingBaseline:
+    return MissingBaseline(scope, name, "the source returned no series", None, 3)  # type: ignore[arg-type]
 
 
-def report(regressions=(), missing_baseline=()) -> dict:
-    return {"regressions": list(regressions), "missing_baseline": list(missing_baseline)}
+def report(regressions=(), missing_baseline=(), analysis=(0.0, 0.0)) -> Report:
+    """A run's report holding SPEC §4 entries (read as ``regbot run`` reads stored ones)."""
+    return Report(
+        regbot_version="test",
+        window=WindowSection(Windows((0.0, analysis[0]), analysis, (analysis[1], analysis[1]))),
+        funnel=Funnel(),
+        regressions=tuple(read_regression(e) for e in regressions),
+        missing_baseline=tuple(missing_baseline),
+    )
 
 
 # ---------------------------------------------------------------- regressions
@@ -140,11 +148,11 @@ def test_an_earlier_deploys_regression_does_not_fail_this_gate():
         verdicts={"same_regression": {"passed": True, "seen_before": True}},
     )
     new = regression("r-000000000002", verdicts={"same_regression": {"seen_before": False}})
-    later = {**report([old, new]), "window": {"analysis": [1_800_003_600.0, 1_800_010_000.0]}}
+    later = report([old, new], analysis=(1_800_003_600.0, 1_800_010_000.0))
     for fail_on in ("any", "high-confidence"):
         decision = decide_gate(later, GateSettings(fail_on=fail_on))
         assert decision.failing == ("r-000000000002",)
-    same = {**report([old]), "window": {"analysis": [1_799_999_000.0, 1_800_010_000.0]}}
+    same = report([old], analysis=(1_799_999_000.0, 1_800_010_000.0))
     assert decide_gate(same, GateSettings()).failing == ("r-000000000001",)
     assert decide_gate(report([old]), GateSettings()).failing == ("r-000000000001",)
 
@@ -296,7 +304,7 @@ def test_other_series_are_judged_one_by_one_sorted_by_id():
         ("series", "latency:p99", 0),
     ]
     assert found[1].reason == "no points in the historical window (needs 3)"
-    assert missing_names([m.to_json() for m in found]) == [
+    assert missing_names(found) == [
         "series errors: 2 points in the historical window (needs 3)",
         "series latency:p99: no points in the historical window (needs 3)",
     ]

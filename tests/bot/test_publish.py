@@ -34,6 +34,7 @@ from regbot.bot.github.publish import (
 )
 from regbot.bot.state import open_state
 from regbot.errors import InputError
+from regbot.report import RegressionEntry, read_regression
 
 REPO = "octo/service"
 TOKEN = "fake-token"
@@ -329,7 +330,8 @@ def test_missing_comment_permission_exits_2_naming_it_and_keeps_the_run(tmp_path
     assert compute_regression(ran.report)["confidence"] == "high"
     with open_state(scn.root / "state/regbot.db") as state:
         [stored] = state.reports()
-        assert stored["publishing"]["error"] == ran.report["publishing"]["error"]
+        assert stored.publishing is not None
+        assert stored.publishing.error == ran.report["publishing"]["error"]
         assert state.comments() == []
     assert fake.check_runs == [] and fake.statuses == []
 
@@ -492,6 +494,13 @@ def test_planned_outcome_matches_what_the_upsert_does():
     assert planned_outcome([same], marker, body) == ("unchanged", same)
 
 
+def _entry(**fields: object) -> RegressionEntry:
+    """A SPEC §4 entry with the fields given (the rest: a plain gCPU regression)."""
+    entry = {"id": "r-1", "series": "gcpu:f", "kind": "gcpu", "detector": "short-term"}
+    entry |= {"change_time": 0.0, "confidence": "none", **fields}
+    return read_regression(entry)
+
+
 def test_comment_order_spends_the_cap_on_the_clearest_findings():
     entries = [
         {"id": "r-1", "confidence": "low", "relative_delta": 0.9},
@@ -499,7 +508,8 @@ def test_comment_order_spends_the_cap_on_the_clearest_findings():
         {"id": "r-3", "confidence": "high", "relative_delta": -0.5},
         {"id": "r-4", "confidence": "high", "relative_delta": None},
     ]
-    assert [e["id"] for e in comment_order(entries)] == ["r-3", "r-2", "r-4", "r-1"]
+    typed = [_entry(**e) for e in entries]
+    assert [e.id for e in comment_order(typed)] == ["r-3", "r-2", "r-4", "r-1"]
 
 
 def test_retry_scale_from_the_environment():
@@ -522,8 +532,12 @@ def test_stack_path_runs_from_the_root_to_the_regressed_frame():
         "series": "gcpu:compute (app/service.py)",
         "stack_paths": [["main", "handle (app/s.py:3)", "compute (app/service.py:9)", "leaf"]],
     }
-    assert stack_path_of(entry) == ["main", "handle (app/s.py:3)", "compute (app/service.py:9)"]
-    assert stack_path_of({"series": "latency:p99", "stack_paths": []}) == []
+    assert stack_path_of(_entry(**entry)) == [
+        "main",
+        "handle (app/s.py:3)",
+        "compute (app/service.py:9)",
+    ]
+    assert stack_path_of(_entry(series="latency:p99", stack_paths=[])) == []
 
 
 def test_details_url_points_at_the_actions_run():

@@ -192,7 +192,7 @@ def test_fleet_candidates_carry_an_interval_that_covers_the_step() -> None:
             assert low <= c.change_time_s <= high
     # a share of ~2 samples per bucket is Poisson-like, so even the ML split misses some
     assert np.mean(near_large) >= 0.97
-    entry = regression_entry(next(iter(found.values())))
+    entry = regression_entry(next(iter(found.values()))).to_json()
     low, high = entry["change_time_interval"]
     assert low <= entry["change_time"] <= high
 

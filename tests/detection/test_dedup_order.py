@@ -13,6 +13,7 @@ from factories import build_candidate, grid_windows
 from regbot.detection.dedup import DedupSettings, deduplicate
 from regbot.detection.dedup_context import DedupContext, StackShare
 from regbot.detection.model import Candidate
+from regbot.detection.stages import Stage
 
 HOUR_S = 3600.0
 T0_S = 1_700_000_000.0
@@ -85,7 +86,7 @@ def test_genuine_members_survive_a_representative_removed_as_a_cost_shift() -> N
             PARSE,
         ]  # one group, on the evidence of their shared noise
         assert not add["cost_shift"].passed
-        assert result.funnel["after_som_dedup"] == 1 and result.funnel["after_cost_shift"] == 1
+        assert result.funnel[Stage.SOM_DEDUP] == 1 and result.funnel[Stage.COST_SHIFT] == 1
 
         assert [c.series_id for c in result.representatives] == [RENDER]
         render = verdicts_of(result, RENDER)["som_dedup"]

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from regbot.bot.report_view import format_relative
+from regbot.bot.views.numbers import format_relative
 from regbot.detection.model import Candidate
 from regbot.detection.series_batch import WindowBounds
 from regbot.detection.ratios import relative_change
@@ -40,7 +40,7 @@ def test_a_new_cost_is_null_in_json_and_new_in_text() -> None:
         "gcpu:setup (lib/boot.py)", "gcpu", times, values, 1.0, 80, float(times[80]),
         1e-20, 3.3e-4, 50.0, 1e-9, windows,
     )  # fmt: skip
-    entry = json.loads(json.dumps(regression_entry(cand), allow_nan=False))
+    entry = json.loads(json.dumps(regression_entry(cand).to_json(), allow_nan=False))
     assert entry["relative_delta"] is None
     assert entry["delta"] == pytest.approx(3.3e-4)
     assert format_relative(entry["relative_delta"]) == "new"
