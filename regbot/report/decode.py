@@ -169,7 +169,8 @@ def read_regression(value: object, where: str = "regression") -> RegressionEntry
     """A SPEC §4 regression entry; InputError names the bad field."""
     entry = read_mapping(value, where)
     rid = _text(entry, "id", where)
-    verdicts = read_mapping(entry.get("verdicts") or {}, f"{where}.verdicts")
+    stored = entry.get("verdicts")
+    verdicts = read_mapping({} if stored is None else stored, f"{where}.verdicts")
     confidence = _text(entry, "confidence", where)
     if confidence not in CONFIDENCES:
         raise InputError(f"{where}.confidence", "one of high, low, none", confidence)
@@ -341,16 +342,15 @@ def read_report(value: object, where: str = "report") -> Report:
     report = read_mapping(value, where)
 
     def listed(key: str) -> list[tuple[object, str]]:
-        return [(v, f"{where}.{key}[{i}]") for i, v in enumerate(read_list(report[key], f"{where}.{key}"))]
+        items = read_list(_field(report, key, where), f"{where}.{key}")
+        return [(v, f"{where}.{key}[{i}]") for i, v in enumerate(items)]
 
     sources = report.get("sources")
     return Report(
         regbot_version=_text(report, "regbot_version", where),
         window=_window_section(_field(report, "window", where), f"{where}.window"),
         funnel=_funnel(_field(report, "funnel", where), f"{where}.funnel"),
-        regressions=tuple(read_regression(v, w) for v, w in listed("regressions"))
-        if "regressions" in report
-        else (),
+        regressions=tuple(read_regression(v, w) for v, w in listed("regressions")),
         filtered=tuple(read_regression(v, w) for v, w in listed("filtered"))
         if "filtered" in report
         else (),

@@ -754,11 +754,16 @@ def test_summary_has_funnel_regressions_and_missing_baselines() -> None:
     assert "> - `gcpu:new_fn (app/x.py)`" in warning
     assert f"> - `@{ZWSP}org/team <{ZWSP}img>`" in warning
     funnel = table_rows(summary, "| Stage |")
-    assert funnel[2:] == [
+    assert funnel[2:] == [  # every SPEC §4 stage; those the report leaves out count 0
         "| series | 3 |",
         "| change points | 3 |",
         "| after went away | 3 |",
+        "| after seasonality | 0 |",
         "| after threshold | 3 |",
+        "| after share inflation | 0 |",
+        "| after same regression merge | 0 |",
+        "| after som dedup | 0 |",
+        "| after cost shift | 0 |",
         "| after pairwise dedup | 2 |",
         "| long term | 0 |",
     ]
@@ -781,8 +786,10 @@ def test_summary_without_regressions_and_with_bad_input() -> None:
     assert "### Regressions (0)\n\nNo regressions reported." in render_summary(report)
     with pytest.raises(InputError, match=r"report\.funnel\.series"):
         render_summary({**report, "funnel": {"series": "3"}})
+    with pytest.raises(InputError, match=r"report\.regbot_version: expected a value"):
+        render_summary({"funnel": {}})  # the first field missing, in SPEC §4 order
     with pytest.raises(InputError, match=r"report\.regressions: expected a value"):
-        render_summary({"funnel": {}})
+        render_summary({k: v for k, v in report.items() if k != "regressions"})
     with pytest.raises(InputError, match=r"report\.regressions\[0\]\.id"):
         render_summary({**report, "regressions": [{"series": "x"}]})
     with pytest.raises(InputError, match=r"missing\[1\]"):
@@ -832,7 +839,7 @@ def test_a_live_detect_report_renders(tmp_path: Path) -> None:
         entry["candidates"] = copy.deepcopy(REGRESSION["candidates"])
         series = step if entry["kind"] == "gcpu" else qps
         body = render_comment(
-            entry,
+            read_regression(entry),
             pull_request=43,
             marker=comment_marker(entry["group"], 43),
             series_points=list(zip(times.tolist(), series.tolist())),

@@ -91,14 +91,14 @@ def test_rerunning_the_same_window_keeps_ids_and_groups(tmp_path: Path) -> None:
     with open_state(tmp_path / "state.db") as state:
         result, first = run_once(svc, state.known_regressions(), state.groups())
         report = build_report(result, "test", first)
-        state.record_run(1.0, report, first.groups, report["regressions"])
+        state.record_run(1.0, report, first.groups)
     with open_state(tmp_path / "state.db") as state:
         known, groups = state.known_regressions(), state.groups()
         result, second = run_once(svc, known, groups)
         again = build_report(result, "test", second)
-        state.record_run(2.0, again, second.groups, again["regressions"])
+        state.record_run(2.0, again, second.groups)
         assert len(state.groups()) == len(groups)
-    assert [r["id"] for r in again["regressions"]] == [r["id"] for r in report["regressions"]]
-    assert [r["group"] for r in again["regressions"]] == [r["group"] for r in report["regressions"]]
+    assert [r.id for r in again.regressions] == [r.id for r in report.regressions]
+    assert [r.group for r in again.regressions] == [r.group for r in report.regressions]
     assert {g.id for g in second.groups} == {g.id for g in first.groups}
     assert all(c.verdicts["same_regression"].numbers["seen_before"] for c in second.representatives)

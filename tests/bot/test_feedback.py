@@ -8,6 +8,7 @@ import json
 from io import StringIO
 
 import pytest
+from factories import build_report, regression_json
 from fake_github import FakeGitHub
 from rich.console import Console
 
@@ -114,12 +115,14 @@ def test_a_deleted_comment_has_no_reactions():
 
 
 def test_annotate_marks_flagged_groups_only():
-    report = {"regressions": [{"group": "r-a"}, {"group": "r-b"}]}
-    assert annotate_report(report, {"r-a": ("carol",)}) == 1
-    assert report["regressions"] == [
-        {"group": "r-a", "feedback": "false-positive", "feedback_from": ["carol"]},
-        {"group": "r-b"},
+    report = build_report([regression_json("r-a"), regression_json("r-b")])
+    marked = annotate_report(report, {"r-a": ("carol",)})
+    assert [(e.group, e.feedback, e.feedback_from) for e in marked.regressions] == [
+        ("r-a", "false-positive", ("carol",)),
+        ("r-b", None, None),
     ]
+    assert marked.regressions[0].to_json()["feedback_from"] == ["carol"]
+    assert "feedback" not in marked.regressions[1].to_json()
 
 
 # ---------------------------------------------------------------- state

@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+from factories import SUSPECT_SHA, build_report, regression_json
 
 from regbot.bot.config import GateSettings
 from regbot.bot.gate import MAX_LISTED, decide_gate
@@ -20,64 +21,14 @@ from regbot.bot.sources.baseline import (
 )
 from regbot.detection.series_batch import WindowBounds
 from regbot.profiles.model import Series
-from regbot.report import Funnel, Report, Windows, WindowSection, read_regression
 
-SHA = "ab" * 20
-
-
-def regression(
-    rid: str = "r-000000000001",
-    *,
-    confidence: str = "high",
-    delta: float | None = 0.02,
-    series: str = "gcpu:compute (app/service.py)",
-    title: str = "Use more rounds (#9)",
-    **extra: object,
-) -> dict:
-    before = 0.10
-    return {
-        "id": rid,
-        "series": series,
-        "kind": "gcpu",
-        "detector": "short-term",
-        "change_time": 1_800_000_000.0,
-        "before": before,
-        "after": None if delta is None else before + delta,
-        "delta": delta,
-        "relative_delta": None if delta is None else delta / before,
-        "p_value": 1e-6,
-        "group": rid,
-        "duplicates": [],
-        "verdicts": {},
-        "candidates": []
-        if confidence == "none"
-        else [
-            {
-                "commit": SHA,
-                "pull_request": 9,
-                "title": title,
-                "score": 0.8,
-                "parts": {"gcpu_attribution": 1.0, "text_similarity": 0.2, "correlation": 0.0},
-            }
-        ],
-        "confidence": confidence,
-        **extra,
-    }
+SHA = SUSPECT_SHA
+regression = regression_json
+report = build_report
 
 
 def missing(name: str = "profiles", scope: str = "source") -> MissingBaseline:
     return MissingBaseline(scope, name, "the source returned no series", None, 3)  # type: ignore[arg-type]
-
-
-def report(regressions=(), missing_baseline=(), analysis=(0.0, 0.0)) -> Report:
-    """A run's report holding SPEC §4 entries (read as ``regbot run`` reads stored ones)."""
-    return Report(
-        regbot_version="test",
-        window=WindowSection(Windows((0.0, analysis[0]), analysis, (analysis[1], analysis[1]))),
-        funnel=Funnel(),
-        regressions=tuple(read_regression(e) for e in regressions),
-        missing_baseline=tuple(missing_baseline),
-    )
 
 
 # ---------------------------------------------------------------- regressions

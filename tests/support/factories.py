@@ -1,5 +1,5 @@
 """Builders of detection objects for the tests: candidates as the change-point stage hands them
-on, and their windows.
+on, their windows, and SPEC §4 entries and reports as a run writes them.
 
 Plain functions, imported as ``from factories import build_candidate`` (``tests/support`` is on
 ``pythonpath``); a test module wraps them with its own axis, windows and statistics.
@@ -15,6 +15,9 @@ import numpy as np
 
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.series_batch import WindowBounds
+from regbot.report import Funnel, Report, Windows, WindowSection, read_regression
+
+SUSPECT_SHA = "ab" * 20
 
 
 def build_candidate(
@@ -76,3 +79,57 @@ def grid_candidate(
     times = t0_s + bucket_s * np.arange(values.size)
     windows = grid_windows(t0_s, bucket_s, n_hist, n_analysis, float(times[-1]))
     return build_candidate(series_id, values, change, times=times, windows=windows, kind=kind)
+
+
+def regression_json(
+    rid: str = "r-000000000001",
+    *,
+    confidence: str = "high",
+    delta: float | None = 0.02,
+    series: str = "gcpu:compute (app/service.py)",
+    title: str = "Use more rounds (#9)",
+    **extra: object,
+) -> dict:
+    """One SPEC §4 regression entry as JSON: a gCPU rise of ``delta`` over 0.10, with one
+    suspect (PR 9) unless ``confidence`` is none; ``extra`` adds or replaces fields."""
+    before = 0.10
+    return {
+        "id": rid,
+        "series": series,
+        "kind": "gcpu",
+        "detector": "short-term",
+        "change_time": 1_800_000_000.0,
+        "before": before,
+        "after": None if delta is None else before + delta,
+        "delta": delta,
+        "relative_delta": None if delta is None else delta / before,
+        "p_value": 1e-6,
+        "group": rid,
+        "duplicates": [],
+        "verdicts": {},
+        "candidates": []
+        if confidence == "none"
+        else [
+            {
+                "commit": SUSPECT_SHA,
+                "pull_request": 9,
+                "title": title,
+                "score": 0.8,
+                "parts": {"gcpu_attribution": 1.0, "text_similarity": 0.2, "correlation": 0.0},
+            }
+        ],
+        "confidence": confidence,
+        **extra,
+    }
+
+
+def build_report(regressions=(), missing_baseline=(), analysis=(0.0, 0.0)) -> Report:
+    """A run's report holding SPEC §4 entries given as JSON (read as ``regbot run`` reads
+    stored ones)."""
+    return Report(
+        regbot_version="test",
+        window=WindowSection(Windows((0.0, analysis[0]), analysis, (analysis[1], analysis[1]))),
+        funnel=Funnel(),
+        regressions=tuple(read_regression(e) for e in regressions),
+        missing_baseline=tuple(missing_baseline),
+    )
