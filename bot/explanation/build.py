@@ -3,16 +3,11 @@ and merged duplicates), and its JSON form for `regbot explain --json`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from regbot.bot.explanation.lookup import (
-    find_regression,
-    finite_or_none,
-    first_failure,
-    report_entries,
-)
+from regbot.bot.explanation.lookup import find_regression, first_failure
 from regbot.bot.explanation.model import (
     Explanation,
     Finding,
@@ -23,17 +18,15 @@ from regbot.bot.explanation.model import (
 from regbot.bot.state import StoredRegression
 from regbot.detection.dedup_context import Group
 from regbot.errors import InputError
-from regbot.report.model import Report
-from regbot.report.plain import json_plain
+from regbot.report.model import RegressionEntry, Report
+from regbot.report.plain import JSONValue, json_plain
 
 
-def _direction(
-    kind: str, entry: Mapping[str, object] | None, higher_is_better: frozenset[str]
-) -> float:
+def _direction(kind: str, entry: RegressionEntry | None, higher_is_better: frozenset[str]) -> float:
     """+1 when stored (oriented) values read as the series' own values, -1 when they are negated:
     from the entry's delta when it has one (a regression's oriented delta is always positive, so a
     negative delta means a higher-is-better series), else from the kind."""
-    delta = finite_or_none(entry.get("delta")) if entry is not None else None
+    delta = entry.delta if entry is not None else None
     if delta is not None and delta != 0:
         return -1.0 if delta < 0 else 1.0
     return -1.0 if kind in higher_is_better else 1.0
@@ -42,7 +35,7 @@ def _direction(
 def _member_series(
     group: Group,
     position: int,
-    entry: Mapping[str, object] | None,
+    entry: RegressionEntry | None,
     higher_is_better: frozenset[str],
 ) -> MemberSeries:
     m = group.members[position]
@@ -60,7 +53,10 @@ def _member_series(
 
 
 def _stored_series(
-    rid: str, groups: Sequence[Group], entry: Mapping[str, object], higher_is_better: frozenset[str]
+    rid: str,
+    groups: Sequence[Group],
+    entry: RegressionEntry | None,
+    higher_is_better: frozenset[str],
 ) -> MemberSeries | None:
     for group in groups:
         for position, member in enumerate(group.members):
@@ -74,32 +70,30 @@ def _group_of(subject: Finding, groups: Sequence[Group]) -> Group | None:
     for group in groups:
         if any(m.regression_id == subject.id for m in group.members):
             return group
-    named = subject.entry.get("group")
+    named = subject.entry.group if subject.entry is not None else None
     return next((g for g in groups if g.id == named), None)
 
 
 def _merged_duplicates(
-    subject: Finding, reports: Sequence[Mapping[str, object]], stored_members: set[str]
+    subject: Finding, reports: Sequence[Report], stored_members: set[str]
 ) -> tuple[MergedDuplicate, ...]:
-    duplicates = subject.entry.get("duplicates")
-    if not isinstance(duplicates, list):
+    if subject.entry is None:
         return ()
-    report = reports[subject.run - 1] if subject.run is not None else {}
-    by_id = {str(e["id"]): e for e in report_entries(report, "filtered")}
+    filtered = reports[subject.run - 1].filtered if subject.run is not None else ()
+    by_id = {e.id: e for e in filtered}
     merged = []
-    for rid in duplicates:
-        if not isinstance(rid, str) or rid in stored_members:
+    for rid in subject.entry.duplicates:
+        if rid in stored_members:
             continue
-        entry = by_id.get(rid, {})
-        stage, verdict = first_failure(entry) or (None, {})
-        series = entry.get("series")
+        entry = by_id.get(rid)
+        failure = first_failure(entry) if entry is not None else None
         merged.append(
             MergedDuplicate(
                 regression_id=rid,
-                series_id=series if isinstance(series, str) else None,
-                change_time_s=finite_or_none(entry.get("change_time")),
-                stage=stage,
-                reason=str(verdict["reason"]) if verdict.get("reason") is not None else None,
+                series_id=entry.series if entry is not None else None,
+                change_time_s=entry.change_time_s if entry is not None else None,
+                stage=failure[0] if failure is not None else None,
+                reason=failure[1].reason if failure is not None else None,
             )
         )
     return tuple(merged)
@@ -108,15 +102,14 @@ def _merged_duplicates(
 def build_explanation(
     query: str,
     rid: str,
-    typed_reports: Sequence[Report],
+    reports: Sequence[Report],
     stored: Callable[[str], StoredRegression | None],
     groups: Sequence[Group],
     higher_is_better: frozenset[str],
 ) -> Explanation:
-    """Everything about ``rid`` (a resolved id) from the state's reports, regressions and groups.
-    The explanation reads entries in their JSON form (``Report.to_json``)."""
+    """Everything about ``rid`` (a resolved id) from the state's reports, regressions and
+    groups."""
     by_id = {g.id: g for g in groups}
-    reports = [r.to_json() for r in typed_reports]
     regression = find_regression(rid, reports, stored(rid), by_id)
     if regression is None:
         raise InputError("REGRESSION_ID", "a regression id held by a stored report", rid)
@@ -134,7 +127,9 @@ def build_explanation(
             for i, m in enumerate(group.members)
         )
     group_view = GroupView(
-        id=group.id if group is not None else str(subject.entry.get("group") or subject.id),
+        id=group.id
+        if group is not None
+        else (subject.entry.group if subject.entry is not None else subject.id),
         members=members,
         merged=_merged_duplicates(subject, reports, {m.regression_id for m in members}),
     )
@@ -153,8 +148,9 @@ def build_explanation(
 
 
 def _finding_json(finding: Finding) -> dict[str, object]:
+    entry = finding.entry
     return {
-        "entry": finding.entry,
+        "entry": entry.to_json() if entry is not None else {"id": finding.id},
         "status": {
             "kind": finding.status.kind,
             "text": finding.status.describe(),
@@ -162,9 +158,9 @@ def _finding_json(finding: Finding) -> dict[str, object]:
             "reason": finding.status.reason,
             "representative": finding.status.representative,
         },
-        "window": finding.window,
-        "deploy": finding.deploy,
-        "funnel": finding.funnel,
+        "window": finding.window.to_json() if finding.window is not None else None,
+        "deploy": finding.deploy.to_json() if finding.deploy is not None else None,
+        "funnel": finding.funnel.to_json() if finding.funnel is not None else None,
         "run": finding.run,
         "runs": finding.runs,
         "first_seen": finding.first_seen_s,
@@ -185,12 +181,12 @@ def _member_json(member: MemberSeries) -> dict[str, object]:
     }
 
 
-def explanation_json(explanation: Explanation) -> dict[str, object]:
+def explanation_json(explanation: Explanation) -> dict[str, JSONValue]:
     """One JSON object for scripts: the regression asked for (entry, status, the window, deploy
     and funnel of its report), its representative when it is a duplicate, and the group with
     each stored member's series (values in the series' own direction)."""
     group = explanation.group
-    return json_plain(
+    plain = json_plain(
         {
             "query": explanation.query,
             "id": explanation.regression.id,
@@ -215,4 +211,6 @@ def explanation_json(explanation: Explanation) -> dict[str, object]:
                 ],
             },
         }
-    )  # type: ignore[return-value]
+    )
+    assert isinstance(plain, dict)  # json_plain keeps a mapping a mapping
+    return plain

@@ -1,10 +1,9 @@
 """Finding a regression in the stored runs: ids known to the state, a query resolved to one id
 (exact, prefix, or a close match suggested), and where each detection of it ended (reported,
-merged, filtered)."""
+merged, filtered). Reads the typed reports (``regbot.report``) the state decodes once."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -20,67 +19,50 @@ from regbot.bot.explanation.model import (
 )
 from regbot.bot.state import StoredRegression
 from regbot.detection.dedup_context import Group
+from regbot.detection.stages import Stage
 from regbot.errors import InputError
+from regbot.report.model import RegressionEntry, Report, VerdictEntry
 
 
-def report_entries(report: Mapping[str, object], key: str) -> list[Mapping[str, object]]:
-    listed = report.get(key)
-    if not isinstance(listed, list):
-        return []
-    return [e for e in listed if isinstance(e, Mapping) and isinstance(e.get("id"), str)]
-
-
-def _verdicts(entry: Mapping[str, object]) -> Mapping[str, Mapping[str, object]]:
-    verdicts = entry.get("verdicts")
-    if not isinstance(verdicts, Mapping):
-        return {}
-    return {str(k): v for k, v in verdicts.items() if isinstance(v, Mapping)}
-
-
-def ordered_verdicts(entry: Mapping[str, object]) -> list[tuple[str, Mapping[str, object]]]:
+def ordered_verdicts(entry: RegressionEntry) -> list[tuple[str, VerdictEntry]]:
     """The entry's verdicts in pipeline order; stages unknown here follow in stored order."""
-    verdicts = _verdicts(entry)
+    verdicts = entry.verdicts
     known = [(s, verdicts[s]) for s in PIPELINE_STAGES if s in verdicts]
-    return known + [(s, v) for s, v in verdicts.items() if s not in PIPELINE_STAGES]
+    return known + [(str(s), v) for s, v in verdicts.items() if s not in PIPELINE_STAGES]
 
 
-def first_failure(entry: Mapping[str, object]) -> tuple[str, Mapping[str, object]] | None:
+def first_failure(entry: RegressionEntry) -> tuple[str, VerdictEntry] | None:
     """The first stage (pipeline order) whose verdict did not pass, with that verdict."""
     for stage, verdict in ordered_verdicts(entry):
-        if verdict.get("passed") is False:
+        if not verdict.passed:
             return stage, verdict
     return None
 
 
-def stages_not_reached(entry: Mapping[str, object]) -> list[str]:
+def stages_not_reached(entry: RegressionEntry) -> list[str]:
     """The stages after the one that removed ``entry`` which it would have gone through (the
     short-term filters only for the short-term detector; ``long_term`` only for long-term)."""
     failure = first_failure(entry)
     if failure is None:
         return []
-    detector = entry.get("detector")
-    path = (
-        ("long_term", *DEDUP_STAGES)
-        if detector == "long-term"
+    path: tuple[str, ...] = (
+        (Stage.LONG_TERM, *DEDUP_STAGES)
+        if entry.detector == "long-term"
         else (*SHORT_TERM_STAGES, *DEDUP_STAGES)
     )
     if failure[0] not in path:
         return []
-    present = _verdicts(entry)
-    return [s for s in path[path.index(failure[0]) + 1 :] if s not in present]
+    return [s for s in path[path.index(failure[0]) + 1 :] if s not in entry.verdicts]
 
 
-def known_ids(reports: Sequence[Mapping[str, object]], stored: Sequence[str]) -> list[str]:
+def known_ids(reports: Sequence[Report], stored: Sequence[str]) -> list[str]:
     """Every regression id the state knows: listed, filtered or named as a duplicate in a
     stored report, or in the regressions table."""
     ids = set(stored)
     for report in reports:
-        for key in ("regressions", "filtered"):
-            for entry in report_entries(report, key):
-                ids.add(str(entry["id"]))
-                duplicates = entry.get("duplicates")
-                if isinstance(duplicates, list):
-                    ids.update(d for d in duplicates if isinstance(d, str))
+        for entry in (*report.regressions, *report.filtered):
+            ids.add(entry.id)
+            ids.update(entry.duplicates)
     return sorted(ids)
 
 
@@ -113,72 +95,60 @@ def resolve_id(query: str, ids: Sequence[str], state: Path) -> str:
     raise InputError("REGRESSION_ID", f"a regression id known to {state} (closest: {names})", query)
 
 
-def _owner_of(report: Mapping[str, object], rid: str) -> str | None:
+def _owner_of(report: Report, rid: str) -> str | None:
     """The entry of ``report`` that lists ``rid`` among its duplicates (listed ones first)."""
-    for key in ("regressions", "filtered"):
-        for entry in report_entries(report, key):
-            duplicates = entry.get("duplicates")
-            if entry["id"] != rid and isinstance(duplicates, list) and rid in duplicates:
-                return str(entry["id"])
+    for entry in (*report.regressions, *report.filtered):
+        if entry.id != rid and rid in entry.duplicates:
+            return entry.id
     return None
 
 
 def _merging_representative(
-    report: Mapping[str, object],
-    stage: str,
-    verdict: Mapping[str, object],
-    groups: Mapping[str, Group],
-    rid: str,
+    report: Report, stage: str, verdict: VerdictEntry, groups: Mapping[str, Group], rid: str
 ) -> str | None:
     """The representative a merging stage names, as a regression id: SOMDedup names a series
     (the same report's entry of that series whose SOM verdict passed), PairwiseDedup a group
     (its first stored member)."""
-    if stage == "pairwise_dedup":
-        group = groups.get(str(verdict.get("group")))
+    if stage == Stage.PAIRWISE_DEDUP:
+        group = groups.get(str(verdict.numbers.get("group")))
         if group is not None and group.members and group.members[0].regression_id != rid:
             return group.members[0].regression_id
-    if stage == "som_dedup":
-        series = verdict.get("representative")
-        for key in ("regressions", "filtered"):
-            for entry in report_entries(report, key):
-                som = _verdicts(entry).get("som_dedup", {})
-                if entry.get("series") == series and som.get("passed") and entry["id"] != rid:
-                    return str(entry["id"])
+    if stage == Stage.SOM_DEDUP:
+        series = verdict.numbers.get("representative")
+        for entry in (*report.regressions, *report.filtered):
+            som = entry.verdicts.get(Stage.SOM_DEDUP)
+            if entry.series == series and som is not None and som.passed and entry.id != rid:
+                return entry.id
     return None
 
 
 def _finding_in(
-    report: Mapping[str, object], rid: str, groups: Mapping[str, Group]
-) -> tuple[Mapping[str, object], Status] | None:
-    for entry in report_entries(report, "regressions"):
-        if entry["id"] == rid:
+    report: Report, rid: str, groups: Mapping[str, Group]
+) -> tuple[RegressionEntry | None, Status] | None:
+    for entry in report.regressions:
+        if entry.id == rid:
             return entry, Status("reported")
-    filtered = [e for e in report_entries(report, "filtered") if e["id"] == rid]
+    filtered = [e for e in report.filtered if e.id == rid]
     owner = _owner_of(report, rid)
     if not filtered:
         if owner is None:
             return None
-        return {"id": rid}, Status("duplicate", None, None, owner)
-    filtered.sort(key=lambda e: (first_failure(e) or ("", {}))[0] == "same_regression")
-    entry = filtered[0]
-    stage, verdict = first_failure(entry) or (None, {})
-    reason = str(verdict["reason"]) if verdict.get("reason") is not None else None
-    if owner is None and stage is not None:
-        owner = _merging_representative(report, stage, verdict, groups, rid)
+        return None, Status("duplicate", None, None, owner)
+    filtered.sort(key=lambda e: (first_failure(e) or ("", None))[0] == Stage.SAME_REGRESSION)
+    found = filtered[0]
+    failure = first_failure(found)
+    stage = failure[0] if failure is not None else None
+    reason = failure[1].reason if failure is not None else None
+    if owner is None and failure is not None:
+        owner = _merging_representative(report, failure[0], failure[1], groups, rid)
     if owner is not None:
-        return entry, Status("duplicate", stage, reason, owner)
-    return entry, Status("filtered", stage, reason)
-
-
-def finite_or_none(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
+        return found, Status("duplicate", stage, reason, owner)
+    return found, Status("filtered", stage, reason)
 
 
 def find_regression(
     rid: str,
-    reports: Sequence[Mapping[str, object]],
+    reports: Sequence[Report],
     stored: StoredRegression | None,
     groups: Mapping[str, Group],
 ) -> Finding | None:
@@ -190,13 +160,13 @@ def find_regression(
         if found is None:
             continue
         entry, status = found
-        window, deploy, funnel = (report.get(k) for k in ("window", "deploy", "funnel"))
         return Finding(
+            id=rid,
             entry=entry,
             status=status,
-            window=window if isinstance(window, Mapping) else None,
-            deploy=deploy if isinstance(deploy, Mapping) else None,
-            funnel=funnel if isinstance(funnel, Mapping) else None,
+            window=report.window,
+            deploy=report.deploy,
+            funnel=report.funnel,
             run=position + 1,
             runs=len(reports),
             first_seen_s=seen[0],
@@ -204,8 +174,9 @@ def find_regression(
         )
     if stored is not None:
         return Finding(
-            stored.entry.to_json(),
-            Status("reported"),
+            id=rid,
+            entry=stored.entry,
+            status=Status("reported"),
             runs=len(reports),
             first_seen_s=seen[0],
             last_seen_s=seen[1],

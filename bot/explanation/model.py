@@ -3,37 +3,29 @@ detection ended, with every verdict), its dedup group and the member series."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-# Every stage a report entry's verdicts may hold, in the order the pipeline runs them: the
-# short-term filters (or the long-term detector), then the dedup stages (``stack_dedup`` is the
-# KDD'18 alternative to SOMDedup + PairwiseDedup), then the group the entry ended in.
-PIPELINE_STAGES = (
-    "enough_data",
-    "change_point",
-    "went_away",
-    "seasonality",
-    "threshold",
-    "long_term",
-    "same_regression",
-    "som_dedup",
-    "cost_shift",
-    "stack_dedup",
-    "pairwise_dedup",
-    "group",
-)
+from regbot.detection.stages import Stage
+from regbot.report.model import DeploySection, Funnel, RegressionEntry, WindowSection
 
+# Every stage a report entry's verdicts may hold, in the order the pipeline runs them (the stage
+# registry), then the group the entry ended in (written by the state, not a stage).
+PIPELINE_STAGES: tuple[str, ...] = (*(str(stage) for stage in Stage), "group")
 
 StatusKind = Literal["reported", "filtered", "duplicate"]
-SHORT_TERM_STAGES = ("went_away", "seasonality", "threshold")
 
-
-DEDUP_STAGES = ("same_regression", "som_dedup", "cost_shift", "pairwise_dedup")
-
+# The stages an entry goes through after the change-point test: the short-term filters (or the
+# long-term detector), then the dedup stages every method runs.
+SHORT_TERM_STAGES: tuple[str, ...] = tuple(str(s) for s in Stage if s.is_short_term_filter)
+DEDUP_STAGES: tuple[str, ...] = (
+    Stage.SAME_REGRESSION,
+    Stage.SOM_DEDUP,
+    Stage.COST_SHIFT,
+    Stage.PAIRWISE_DEDUP,
+)
 
 SUGGESTIONS = 5
 
@@ -59,24 +51,22 @@ class Status:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One regression as the newest stored report holding it shows it: its SPEC §4 entry, its
-    status, and that report's window, deploy and funnel (None when no stored report holds it and
-    the entry comes from the regressions table). ``run`` is the report's position among the
-    stored runs (1 = oldest) out of ``runs``."""
+    """One regression as the newest stored report holding it shows it: its SPEC §4 entry (None
+    when the report names it only among a representative's duplicates), its status, and that
+    report's window, deploy and funnel (None when no stored report holds it and the entry comes
+    from the regressions table). ``run`` is the report's position among the stored runs
+    (1 = oldest) out of ``runs``."""
 
-    entry: Mapping[str, object]
+    id: str
+    entry: RegressionEntry | None
     status: Status
-    window: Mapping[str, object] | None = None
-    deploy: Mapping[str, object] | None = None
-    funnel: Mapping[str, object] | None = None
+    window: WindowSection | None = None
+    deploy: DeploySection | None = None
+    funnel: Funnel | None = None
     run: int | None = None
     runs: int = 0
     first_seen_s: float | None = None
     last_seen_s: float | None = None
-
-    @property
-    def id(self) -> str:
-        return str(self.entry.get("id", ""))
 
 
 @dataclass(frozen=True, slots=True)

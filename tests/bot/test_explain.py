@@ -414,9 +414,16 @@ def _entry(rid: str, series: str, **extra: object) -> dict:
 def test_newest_report_wins_and_ids_known_only_from_duplicates_or_the_table(
     tmp_path: Path,
 ) -> None:
-    """Run 1 reports r-aaaa (its duplicate r-bbbb has no entry of its own) and r-tttt is only in
-    the regressions table; run 2 filters r-aaaa by the threshold."""
+    """Run 1 reports r-aaaa (its duplicate r-bbbb has no entry of its own); r-tttt is only in
+    the regressions table (the report of its run is gone); run 2 filters r-aaaa by the
+    threshold."""
+    import sqlite3
+
     from regbot.bot.state import open_state
+    from regbot.report import read_report
+
+    def stored(**lists: object) -> object:
+        return read_report({"regbot_version": "test", "window": window, "funnel": {}, **lists})
 
     window = {"historical": [0.0, 900.0], "analysis": [900.0, 1100.0], "extended": [1100.0, 1200.0]}
     first = _entry("r-aaaa", "lat:api", duplicates=["r-bbbb"])
@@ -425,8 +432,11 @@ def test_newest_report_wins_and_ids_known_only_from_duplicates_or_the_table(
     table_only = _entry("r-tttt", "lat:<b>[/]")
     path = tmp_path / "state.db"
     with open_state(path) as state:
-        state.record_run(1.0, {"window": window, "regressions": [first]}, [], [first, table_only])
-        state.record_run(2.0, {"window": window, "regressions": [], "filtered": [second]}, [], [])
+        gone = state.record_run(0.5, stored(regressions=[table_only]), [])
+        state.record_run(1.0, stored(regressions=[first]), [])
+        state.record_run(2.0, stored(regressions=[], filtered=[second]), [])
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM runs WHERE rowid = ?", (gone,))
     code, out, err = explain("r-aaaa", "--state", str(path))
     assert code == 0, err
     assert "filtered by threshold: relative change 0.01 < threshold 0.05" in out
