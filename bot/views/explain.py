@@ -306,7 +306,11 @@ def _verdicts_and_suspects(entry: RegressionEntry | None) -> tuple[RenderableTyp
     """The verdicts, and the suspects with the attribution notes, of an entry (None: a
     regression the report names only as a duplicate, with nothing stored of its own)."""
     if entry is None:
-        return verdicts_table(None), _NO_ATTRIBUTION, Text("confidence: none; 0 commits named in the report")
+        return (
+            verdicts_table(None),
+            _NO_ATTRIBUTION,
+            Text("confidence: none; 0 commits named in the report"),
+        )
     return verdicts_table(entry), candidates_table(entry), attribution_notes(entry)
 
 
@@ -377,4 +381,3 @@ def settings_renderables(settings: Mapping[str, object]) -> list[RenderableType]
             shown = _settings_line(values) if isinstance(values, Mapping) else Text("off")
             grid.add_row(name, shown)
     return [Rule(Text(title, style="bold"), align="left"), grid]
-

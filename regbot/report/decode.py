@@ -101,7 +101,9 @@ def _number(entry: Mapping[str, object], key: str, where: str) -> float:
 def _nullable_number(entry: Mapping[str, object], key: str, where: str) -> float | None:
     """A number the report writes as null when it is not finite (SPEC §4: ``before`` etc.)."""
     value = entry.get(key)
-    return None if value is None else read_finite(value, f"{where}.{key}", "a finite number or null")
+    return (
+        None if value is None else read_finite(value, f"{where}.{key}", "a finite number or null")
+    )
 
 
 def _count(value: object, where: str) -> int:
@@ -161,7 +163,9 @@ def _verdict(value: object, where: str) -> VerdictEntry:
     reason = verdict.get("reason", "")
     if not isinstance(reason, str):
         raise InputError(f"{where}.reason", "text", reason)
-    numbers = {str(k): cast(JSONValue, v) for k, v in verdict.items() if k not in ("passed", "reason")}
+    numbers = {
+        str(k): cast(JSONValue, v) for k, v in verdict.items() if k not in ("passed", "reason")
+    }
     return VerdictEntry(passed, reason, numbers)
 
 
@@ -235,7 +239,9 @@ def _window_section(value: object, where: str) -> WindowSection:
         points = read_mapping(_field(section, "points", where), f"{where}.points")
         min_points = read_mapping(_field(section, "min_points", where), f"{where}.min_points")
         use = WindowUseSection(
-            min_points={str(k): _count(v, f"{where}.min_points.{k}") for k, v in min_points.items()},
+            min_points={
+                str(k): _count(v, f"{where}.min_points.{k}") for k, v in min_points.items()
+            },
             points={
                 str(k): (
                     _count(read_list(v, f"{where}.points.{k}")[0], f"{where}.points.{k}[0]"),

@@ -222,8 +222,8 @@ def test_json_holds_the_entry_verdicts_candidates_group_and_deploy(run_state: di
     assert data["status"]["kind"] == "reported" and data["representative"] is None
     entry = data["entry"]
     assert list(entry["verdicts"]) == [
-        "change_point", "went_away", "seasonality", "threshold", "share_inflation", "same_regression", "som_dedup",
-        "cost_shift", "pairwise_dedup",
+        "change_point", "went_away", "seasonality", "threshold", "share_inflation",
+        "same_regression", "som_dedup", "cost_shift", "pairwise_dedup",
     ]  # fmt: skip
     assert entry["verdicts"]["cost_shift"]["domain_names"] == ["handle_request (app/service.py)"]
     assert entry["candidates"][0]["commit"] == run_state["culprit"]
