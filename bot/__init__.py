@@ -1,1 +1,40 @@
-"""regbot.bot."""
+"""regbot.bot: what users meet — the command line (``cli``), the configuration (``config``), the
+GitHub adapter, comments and publishing (``github``), the sources of a run's series
+(``sources``), the state (``state``), the gate (``gate``), and the terminal views (``views``,
+``explanation``).
+
+The entry points other packages use are re-exported here, resolved on first use (PEP 562), so
+importing one room does not import the others.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from regbot.bot.cli import main
+    from regbot.bot.config import Config, GateSettings, load_config, parse_config
+    from regbot.bot.gate import GateDecision, decide_gate
+    from regbot.bot.state import StateStore, open_state, open_state_read_only
+
+_HOME = {
+    "Config": "config",
+    "GateDecision": "gate",
+    "GateSettings": "config",
+    "StateStore": "state",
+    "decide_gate": "gate",
+    "load_config": "config",
+    "main": "cli",
+    "open_state": "state",
+    "open_state_read_only": "state",
+    "parse_config": "config",
+}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(import_module(f"regbot.bot.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
