@@ -6,32 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cascade_runs import run_once
 
-from regbot.bot.dedup_context import build_dedup_context
 from regbot.bot.state import open_state
 from regbot.datasets.cascades import simulate_cascades
-from regbot.detection.dedup import DedupSettings, deduplicate
-from regbot.detection.series_batch import WindowBounds
-from regbot.detection.stage_settings import DetectionSettings, LongTermSettings
-from regbot.detection.pipeline import detect_in_windows
-from regbot.detection.presets import Threshold, Windows, WorkloadSettings
 from regbot.detection.report import build_report
-
-HIGHER_IS_BETTER = frozenset({"throughput", "qps"})
-
-
-def run_once(svc, known=(), groups=()):
-    start = svc.start_s
-    bounds = WindowBounds(start, start + 552 * 600, start + 588 * 600, start + 599 * 600)
-    windows = Windows(552 * 600, 36 * 600, 11 * 600)
-    settings = DetectionSettings(
-        workload=WorkloadSettings(Threshold("absolute", 0.0), windows, 3600),
-        long_term=LongTermSettings(enabled=False),
-    )
-    result = detect_in_windows(svc.series, settings, bounds)
-    context = build_dedup_context(result.reported, svc.series, svc.index, bounds, HIGHER_IS_BETTER)
-    dedup = deduplicate(result.reported, context, list(known), list(groups), DedupSettings())
-    return result, dedup
 
 
 @pytest.mark.parametrize("seed", range(12))
