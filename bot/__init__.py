@@ -31,7 +31,18 @@ _HOME = {
     "parse_config": "config",
 }
 
-__all__ = sorted(_HOME)
+__all__ = [
+    "Config",
+    "GateDecision",
+    "GateSettings",
+    "StateStore",
+    "decide_gate",
+    "load_config",
+    "main",
+    "open_state",
+    "open_state_read_only",
+    "parse_config",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -48,7 +48,25 @@ _HOME = {
     "run_detection": "pipeline",
 }
 
-__all__ = sorted(_HOME)
+__all__ = [
+    "Candidate",
+    "ChangePointSettings",
+    "CostShiftSettings",
+    "DedupResult",
+    "DedupSettings",
+    "DetectionResult",
+    "DetectionSettings",
+    "FUNNEL_KEYS",
+    "PairwiseSettings",
+    "SomSettings",
+    "Stage",
+    "Verdict",
+    "WindowBounds",
+    "build_report",
+    "deduplicate",
+    "detect_in_windows",
+    "run_detection",
+]
 
 
 def __getattr__(name: str) -> Any:
