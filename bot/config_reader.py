@@ -1,52 +1,14 @@
 """The ``regbot.yml`` walker (SPEC §5): YAML in, the settings dataclasses out, every key checked.
 
-One tree. ``regbot.yml`` is read straight into the dataclasses the stages themselves take
-(``regbot.detection.stage_settings``, ``regbot.attribution``) and into the bot's own
-(``regbot.bot.config``); there is no second copy of a setting and no converter between two. The
-stages' dataclasses stay plain frozen data in their packages, unaware of this module. Each field
-declares how the file writes it, by its type annotation and, where the type is not enough, a
-marker of ``regbot.settings_fields`` in ``typing.Annotated``; this module interprets them:
+``regbot.yml`` is read straight into the dataclasses the stages themselves take (one settings
+tree, no converters); each field declares how the file writes it by its annotation and, where
+the type is not enough, a marker of ``regbot.settings_fields`` in ``typing.Annotated``. Unknown
+keys and wrong values are an ``InputError`` naming the dotted key and its line
+(``regbot.yml:12: gate.min_delta: expected a number, found 'abc'``). Values are converted by
+``regbot.bot.config_values``. O(keys in the file).
 
-* the YAML key is the field's name without a unit suffix ``_s`` (``merge_gap_s`` is written
-  ``merge_gap``); fields marked ``NotInConfig`` are no key (the caller fills them);
-* ``float``: a finite number in any form Python's ``float()`` accepts, text included (YAML 1.1
-  reads ``2e-05`` as a string); named ``..._s``: a positive duration (``90s``, ``30m``, ``4h``,
-  ``10d`` or seconds). ``int``: a whole number >= 0 (``5``, ``5.0``, ``"5"``). A ``Bound``
-  marker narrows either (``Probability``, ``Share``, ``PositiveCount``...), checked in order;
-* ``bool``: true or false; ``str``: non-empty text, or a ``Form`` (``Regex``, ``Url``,
-  ``GitHubRepository``); ``Literal[...]``: one of its values; ``frozenset[str]``: one word or a
-  list; ``Path``: a path, relative ones anchored at the config file's directory (``~``
-  expanded), defaults too; ``tuple[Path, ...]``: one path or a list;
-  ``tuple[float, ...]`` named ``..._s``: one duration or a non-empty list;
-  ``Band`` (``tuple[float, float]``): ``[low, high]``;
-* a settings dataclass: a section (a mapping), always read so that its paths are anchored;
-  ``X | None``: an optional section, None unless written; ``tuple[X, ...]``: a list of sections,
-  whose ``name`` fields (when they have one) are distinct, and an empty list keeps the default;
-* ``ReadWith(read)``: read by ``read`` (the workloads, with their presets).
-
-Rules, fixed here once: every field has a default (an empty file, ``null`` or no file at all is
-valid) and a key written with no value keeps it. Unknown keys are an ``InputError`` naming the
-full dotted key path and the keys expected there (in field order); wrong values name the key,
-what was expected and what was found, with the key's line when the YAML gives one
-(``regbot.yml:12: gate.min_delta: expected a number, found 'abc'``). The dataclasses store what
-was read; nothing validates them again.
-
-Values (numbers, durations, texts...) are converted by ``regbot.bot.config_values``.
-
-Why markers in ``Annotated`` (``alpha: Probability = 0.01``) rather than ``field(metadata=...)``
-readers: the stages' fields stay one line of plain data, type checkers see a ``float``, and
-``regbot.settings_fields`` holds no code, so ``detection`` and ``attribution`` never import the
-bot. Where the file's shape and a stage's differed, the stage took the file's (named
-``ImportanceWeights`` and ``BlockWeights``; the SOM seed and PairwiseDedup's rules, ``combine``
-and gap on ``DedupSettings``; cost shift's ``enabled`` and share-inflation switches;
-``AttributionSettings`` a ``RankSettings``), so that reading needs no hook; the one join left is
-a run's workload and ``higher_is_better`` (``Config.detection_for``).
-
-Workloads: the built-in ``default`` is always there (the SPEC §5 example: absolute 0.0001,
-10d / 4h / 6h, re-run every 2h); entries under ``workloads:`` add workloads or replace it. A
-workload starts from its ``preset`` (a row of FBDetect Table 1, see ``presets.py``) or else from
-the built-in default, and overrides what it writes: ``threshold`` as a whole (exactly one of
-``absolute`` / ``relative``), ``windows`` field by field, ``rerun_interval``.
+Design (the type-to-reader rules, why ``Annotated`` markers, workloads and presets):
+docs/design/config_reader.md
 """
 
 from __future__ import annotations

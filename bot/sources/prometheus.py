@@ -1,40 +1,12 @@
 """The Prometheus source: the configured PromQL queries over the release window, as series.
 
-FBDetect watches metric series around each release; where those metrics live in Prometheus,
-``fetch_prometheus_series`` reads them with the HTTP API's range query
-(``POST /api/v1/query_range``, form-encoded as Prometheus' own clients send it, so long PromQL
-does not hit URL length limits) and returns one ``Series`` per series a query answers.
+``fetch_prometheus_series`` reads each query with the HTTP API's range query (``POST
+/api/v1/query_range``), in requests of at most 10,000 points on one step grid, and returns one
+``Series`` per series answered, id ``<query name>{label=value,...}``; NaN and ±Inf points are
+dropped. HTTP and retries (urllib3's ``Retry``; ``REGBOT_PROMETHEUS_RETRY_SCALE`` scales the
+waits) live in ``prometheus_http``. Errors are one-line ``InputError`` naming the query.
 
-Choices, fixed here once:
-
-* **Step and chunks.** Prometheus refuses a range query of more than 11,000 points per series.
-  The configured step is the resolution the user asked for and detection works on, so it is
-  kept, and a range that needs more than ``MAX_POINTS_PER_REQUEST`` (10,000) points is split
-  into several requests of at most 10,000 points each. The requests lie on one grid
-  (``start + i·step``) and the next request starts one step after the previous one ended, so
-  the concatenation holds every grid point exactly once, the same points one request would
-  give. Only a range that would need more than ``MAX_POINTS_PER_SERIES`` (100,000) points per
-  series widens the step, to ``max(step, ceil((end - start) / 100,000))`` whole seconds, which
-  bounds the number of requests (10) and the memory of a mistaken window or step.
-  Times and the step are sent as whole milliseconds (Prometheus' resolution); the step is sent
-  as ``<n>ms`` so that no float rounding can change it on the server.
-* **Series ids.** ``<query name>{label=value,...}`` with labels sorted by name, ``__name__``
-  dropped, and no braces when there are no labels (``cpu``). Label values are written as they
-  are, unquoted. When one query answers with several metric names (``{__name__=~"x_.*"}``),
-  ``__name__`` is kept in the labels and the ids of that query so that its series stay apart.
-* **Values.** Prometheus writes ``NaN``, ``+Inf`` and ``-Inf`` as text. NaN is "no
-  measurement" (0/0, an empty bucket) and is dropped, as ``normalise_points`` drops it for every
-  source; ±Inf (x/0, a ratio over an empty denominator) is no level either and is dropped too,
-  rather than failing the whole fetch. Points are then normalised by ``normalise_points`` (sorted,
-  duplicate times averaged). A series left with no points is left out. Native histogram samples
-  are not series of numbers: a query answering with them is an ``InputError``.
-* **Errors** are ``InputError`` naming the query, the endpoint and what Prometheus said
-  (``errorType: error``), in one line.
-* **HTTP and retries** live in ``prometheus_http``: one ``urllib3.PoolManager`` per fetch whose
-  ``urllib3.util.Retry`` (``PrometheusRetry``) tries failed connections and 429/502/503/504
-  answers again twice with backoff and ``Retry-After``, and never a timeout (the client's,
-  ``sources.prometheus.timeout``, or Prometheus' own). ``REGBOT_PROMETHEUS_RETRY_SCALE`` (a
-  number ≥ 0, default 1) multiplies every retry wait; tests set it to 0.
+Design (step and chunks, series ids, values, errors, retries): docs/design/sources_prometheus.md
 """
 
 from __future__ import annotations
