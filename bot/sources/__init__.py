@@ -2,6 +2,7 @@
 Prometheus (``prometheus``), gathered for one release window (``gather``), and the check that
 each configured source covered its baseline (``baseline``)."""
 
-from regbot.bot.sources.gather import RunSeries, gather_series
+from regbot.bot.sources.gather import RunSeries, configured_sources, gather_series
+from regbot.bot.sources.source import FetchWindow, Source
 
-__all__ = ["RunSeries", "gather_series"]
+__all__ = ["FetchWindow", "RunSeries", "Source", "configured_sources", "gather_series"]

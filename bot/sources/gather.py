@@ -1,5 +1,6 @@
 """The series of one run, from every configured source (SPEC §5 ``sources``): gCPU series from
-profiles, §2 series files, and Prometheus queries.
+profiles, §2 series files, and Prometheus queries, each behind the ``Source`` protocol
+(``bot/sources/source.py``).
 
 Profiles may be a store made by ``regbot ingest`` (a folder holding ``manifest.json``) or profile
 files and folders. Files are ingested into a store kept beside the state database
@@ -22,11 +23,16 @@ import numpy as np
 from regbot.attribution.signal_correlation import Signal, signal_names
 from regbot.bot.config import Config
 from regbot.bot.sources.profiles import collect_profile_paths, ingest_profiles
+from regbot.bot.sources.source import (
+    FetchWindow,
+    ProfileSource,
+    PrometheusQueries,
+    SeriesFileSource,
+    Source,
+)
 from regbot.errors import InputError
-from regbot.profiles.gcpu import build_gcpu
 from regbot.profiles.model import ParseOptions, Series
 from regbot.profiles.sample_index import SampleIndex
-from regbot.profiles.series_files import find_series_files, read_series_files
 from regbot.profiles.store import open_store
 
 
@@ -94,25 +100,31 @@ def split_signals(
     return performance, signals
 
 
-def gather_series(config: Config, start_s: float, end_s: float) -> RunSeries:
-    """Every source's series for ``[start_s, end_s]``."""
-    counts: dict[str, int] = {}
-    collected: list[Series] = []
+def configured_sources(config: Config) -> list[Source]:
+    """The sources ``regbot.yml`` configures, in the order their series are listed: profiles
+    (opened, or ingested into the run's store, here), series files, Prometheus."""
+    sources: list[Source] = []
     index = open_profiles(config)
     if index is not None:
-        gcpu = build_gcpu(index, floor=config.profiles.gcpu_floor).series()
-        collected += gcpu
-        counts["profiles"] = len(gcpu)
+        sources.append(ProfileSource(index, config.profiles.gcpu_floor))
     if config.sources.series:
-        files = find_series_files(config.sources.series)
-        read = read_series_files(files) if files else []
-        collected += read
-        counts["series"] = len(read)
+        sources.append(SeriesFileSource(config.sources.series))
     if config.sources.prometheus is not None:
-        from regbot.bot.sources.prometheus import fetch_prometheus_series
+        sources.append(PrometheusQueries(config.sources.prometheus))
+    return sources
 
-        fetched = fetch_prometheus_series(config.sources.prometheus, start_s, end_s)
+
+def gather_series(config: Config, start_s: float, end_s: float) -> RunSeries:
+    """Every configured source's series for ``[start_s, end_s]``, and how many each gave."""
+    counts: dict[str, int] = {}
+    collected: list[Series] = []
+    index = None
+    window = FetchWindow(start_s, end_s)
+    for source in configured_sources(config):
+        fetched = source.fetch(window)
         collected += fetched
-        counts["prometheus"] = len(fetched)
+        counts[source.name] = len(fetched)
+        if isinstance(source, ProfileSource):
+            index = source.index
     performance, signals = split_signals(collected, config.attribution.signal_kinds)
     return RunSeries(performance, signals, index, counts)
