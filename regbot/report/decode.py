@@ -94,6 +94,13 @@ def _optional_text(entry: Mapping[str, object], key: str, where: str) -> str | N
     return value
 
 
+def _flag(entry: Mapping[str, object], key: str, where: str, default: bool) -> bool:
+    value = entry.get(key, default)
+    if not isinstance(value, bool):
+        raise InputError(f"{where}.{key}", "true or false", value)
+    return value
+
+
 def _number(entry: Mapping[str, object], key: str, where: str) -> float:
     return read_finite(_field(entry, key, where), f"{where}.{key}")
 
@@ -157,9 +164,7 @@ def _suspects(value: object, where: str) -> tuple[SuspectCommit, ...]:
 
 def _verdict(value: object, where: str) -> VerdictEntry:
     verdict = read_mapping(value, where)
-    passed = verdict.get("passed", True)  # a verdict that does not say counts as passed
-    if not isinstance(passed, bool):
-        raise InputError(f"{where}.passed", "true or false", passed)
+    passed = _flag(verdict, "passed", where, True)  # a verdict that does not say has passed
     reason = verdict.get("reason", "")
     if not isinstance(reason, str):
         raise InputError(f"{where}.reason", "text", reason)
@@ -262,9 +267,7 @@ def _funnel(value: object, where: str) -> Funnel:
 
 def _deploy(value: object, where: str) -> DeploySection:
     section = read_mapping(value, where)
-    dry_run = section.get("dry_run", False)
-    if not isinstance(dry_run, bool):
-        raise InputError(f"{where}.dry_run", "true or false", dry_run)
+    dry_run = _flag(section, "dry_run", where, False)
     return DeploySection(
         sha=_text(section, "sha", where),
         previous=_text(section, "previous", where),
@@ -291,9 +294,7 @@ def _missing(value: object, where: str) -> MissingBaseline:
 
 def _gate(value: object, where: str) -> GateSection:
     section = read_mapping(value, where)
-    enforced = section.get("enforced", False)
-    if not isinstance(enforced, bool):
-        raise InputError(f"{where}.enforced", "true or false", enforced)
+    enforced = _flag(section, "enforced", where, False)
     return GateSection(
         name=_text(section, "name", where),
         state=_text(section, "state", where),
@@ -308,9 +309,7 @@ def _gate(value: object, where: str) -> GateSection:
 
 def _publishing(value: object, where: str) -> Publishing:
     section = read_mapping(value, where)
-    enabled = section.get("enabled", False)
-    if not isinstance(enabled, bool):
-        raise InputError(f"{where}.enabled", "true or false", enabled)
+    enabled = _flag(section, "enabled", where, False)
     return Publishing(
         enabled, _optional_text(section, "reason", where), _optional_text(section, "error", where)
     )
