@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
-
-from regbot.bot.cli import main
+from cli_runner import run_cli
 
 STEP_S = 600.0
 START = 1_763_000_000.0
@@ -18,13 +15,7 @@ POINTS = 1440 + 24 + 36  # 10 days, then 4 h analysis and 6 h extended at 10-min
 
 
 def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(
-        list(argv),
-        out=Console(file=out, width=250, no_color=True),
-        err=Console(file=err, width=250, no_color=True),
-    )
-    return code, out.getvalue(), err.getvalue()
+    return run_cli(*argv, width=250)
 
 
 @pytest.fixture(autouse=True)

@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import gzip
-import io
 import json
 from pathlib import Path
 
 import pytest
-from rich.console import Console
+from cli_runner import run_cli
 
 from regbot import __version__
-from regbot.bot.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "profiles"
 
 
 def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(
-        list(argv),
-        out=Console(file=out, width=200, no_color=True),
-        err=Console(file=err, width=200, no_color=True),
-    )
-    return code, out.getvalue(), err.getvalue()
+    return run_cli(*argv, width=200)
 
 
 def test_version(capsys) -> None:

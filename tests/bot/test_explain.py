@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runner import run_cli
 from git_repo import GitRepo
 from rich.console import Console
 from service_repo import COMPUTE_ROUNDS, RENDER_ECHO, run_argv, service_source, write_regbot_yml
 
-from regbot.bot.cli import main
 from regbot.bot.views.explain import SeriesChart
 
 SERVICE = service_source(compute=COMPUTE_ROUNDS, render=RENDER_ECHO, tail=["ROUNDS = 1\n"])
@@ -31,21 +31,12 @@ BRAILLE = re.compile("[\u2801-\u28ff]")
 
 
 def explain(*argv: str, width: int = 120, terminal: bool = False) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(
-        ["explain", *argv],
-        out=Console(file=out, width=width, force_terminal=terminal),
-        err=Console(file=err, width=width),
-    )
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("explain", *argv, width=width, color=True, terminal=terminal)
 
 
-def run_cli(*argv: str) -> None:
-    err = io.StringIO()
-    code = main(
-        list(argv), out=Console(file=io.StringIO(), width=200), err=Console(file=err, width=200)
-    )
-    assert code == 0, err.getvalue()
+def run_ok(*argv: str) -> None:
+    code, _, err = run_cli(*argv)
+    assert code == 0, err
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +69,7 @@ def run_state(tmp_path_factory: pytest.TempPathFactory) -> dict:
         base, windows="historical: 60s, analysis: 20s, extended: 10s", bucket="1s"
     )
     report_path = base / "report.json"
-    run_cli(
+    run_ok(
         *run_argv(
             config,
             "--dry-run",
@@ -136,7 +127,7 @@ def detect_state(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "state: state.db\n"
     )
     report_path = base / "report.json"
-    run_cli("detect", str(series), "-c", str(config), "-o", str(report_path))
+    run_ok("detect", str(series), "-c", str(config), "-o", str(report_path))
     report = json.loads(report_path.read_text())
     by_series = {e["series"]: e for e in report["regressions"] + report["filtered"]}
     return {
@@ -253,7 +244,11 @@ def test_the_settings_in_force_are_echoed(detect_state: dict, tmp_path: Path) ->
     assert settings["dedup"]["cost_shift"]["new_share"] == 0.01
     assert settings["dedup"]["som"]["merge_distance"] == 0.5
     assert settings["dedup"]["som"]["block_weights"] == {
-        "shape": 1.0, "variance": 0.5, "position": 3.0, "root_cause": 0.2, "metric": 0.2
+        "shape": 1.0,
+        "variance": 0.5,
+        "position": 3.0,
+        "root_cause": 0.2,
+        "metric": 0.2,
     }
     assert (settings["dedup"]["merge_alpha"], settings["dedup"]["kdd18_tolerance"]) == (0.01, 0.05)
     config = tmp_path / "regbot.yml"
