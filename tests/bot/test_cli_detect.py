@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_runner import run_cli
+from series_csv import LongCsv
 
 STEP_S = 600.0
 START = 1_763_000_000.0
@@ -30,10 +31,10 @@ def series_csv(tmp_path: Path) -> Path:
     rng = np.random.default_rng(8)
     times = START + STEP_S * np.arange(POINTS)
     analysis = 1440
-    rows = ["timestamp,series,value,kind"]
+    csv = LongCsv()
 
     def add(series_id: str, kind: str, values: np.ndarray, stamps: np.ndarray = times) -> None:
-        rows.extend(f"{t:.0f},{series_id},{float(v)!r},{kind}" for t, v in zip(stamps, values))
+        csv.add(series_id, kind, stamps, values)
 
     step = 0.010 + rng.normal(0, 0.0005, POINTS)
     step[analysis + 5 :] += 0.002
@@ -48,11 +49,9 @@ def series_csv(tmp_path: Path) -> Path:
     add("gcpu:short", "gcpu", np.array([0.1, 0.2]), times[-2:])
     gappy = 0.05 + rng.normal(0, 0.001, POINTS)
     add("gcpu:gappy", "gcpu", gappy[::3], times[::3])
-    rows.append(f"{times[10]:.0f},gcpu:gappy,nan,gcpu")  # a missing value
-    rows.append(f"{times[3]:.0f},gcpu:gappy,0.05,gcpu")  # a duplicate timestamp
-    path = tmp_path / "metrics.csv"
-    path.write_text("\n".join(rows) + "\n")
-    return path
+    csv.add_row(times[10], "gcpu:gappy", "nan", "gcpu")  # a missing value
+    csv.add_row(times[3], "gcpu:gappy", "0.05", "gcpu")  # a duplicate timestamp
+    return csv.write(tmp_path / "metrics.csv")
 
 
 @pytest.fixture

@@ -21,20 +21,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from rich.console import Console
+from series_csv import LongCsv
 
 from regbot.bot.cli import main
 from regbot.bot.github.chart import CHART_MAX_POINTS, mermaid_chart
 from regbot.bot.github.comment import SHRINK_STEPS, comment_marker, find_marker, render_comment
-from regbot.bot.github.summary import render_summary as render_typed_summary
 from regbot.bot.github.markdown_safe import ZWSP, code_block, code_span, inline
+from regbot.bot.github.summary import render_summary as render_typed_summary
 from regbot.bot.views.numbers import (
     format_delta,
     format_number,
     format_relative,
     format_value,
 )
-from regbot.report import read_regression, read_report
 from regbot.errors import InputError
+from regbot.report import read_regression, read_report
 
 CHANGE = 1_763_867_000.0
 STEP_S = 600.0
@@ -805,14 +806,14 @@ def test_a_live_detect_report_renders(tmp_path: Path) -> None:
     start = 1_763_000_000.0
     n = 1440 + 24 + 36
     times = start + STEP_S * np.arange(n)
-    rows = ["timestamp,series,value,kind"]
+    csv = LongCsv()
     step = 0.010 + rng.normal(0, 0.0005, n)
     step[1445:] += 0.002
-    rows += [f"{t:.0f},gcpu:leaf (app/views.py),{float(v)!r},gcpu" for t, v in zip(times, step)]
+    csv.add("gcpu:leaf (app/views.py)", "gcpu", times, step)
     qps = 1000 + rng.normal(0, 5, n)
     qps[1443:] -= 30
-    rows += [f"{t:.0f},qps:web,{float(v)!r},throughput" for t, v in zip(times, qps)]
-    (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
+    csv.add("qps:web", "throughput", times, qps)
+    csv.write(tmp_path / "m.csv")
     (tmp_path / "regbot.yml").write_text(
         "workloads:\n  default:\n    threshold: {relative: 0.01}\n"
         "    windows: {historical: 10d, analysis: 4h, extended: 6h}\n"

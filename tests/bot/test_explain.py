@@ -16,6 +16,7 @@ import pytest
 from cli_runner import run_cli
 from git_repo import GitRepo
 from rich.console import Console
+from series_csv import LongCsv
 from service_repo import COMPUTE_ROUNDS, RENDER_ECHO, run_argv, service_source, write_regbot_yml
 
 from regbot.bot.views.explain import SeriesChart
@@ -100,10 +101,10 @@ def detect_state(tmp_path_factory: pytest.TempPathFactory) -> dict:
     points, analysis, step_s, start = 1440 + 24 + 36, 1440, 600.0, 1_763_000_000.0
     rng = np.random.default_rng(8)
     times = start + step_s * np.arange(points)
-    rows = ["timestamp,series,value,kind"]
+    csv = LongCsv()
 
     def add(series_id: str, kind: str, values: np.ndarray) -> None:
-        rows.extend(f"{t:.0f},{series_id},{float(v)!r},{kind}" for t, v in zip(times, values))
+        csv.add(series_id, kind, times, values)
 
     step = 0.010 + rng.normal(0, 0.0005, points)
     step[analysis + 5 :] += 0.002
@@ -118,8 +119,7 @@ def detect_state(tmp_path_factory: pytest.TempPathFactory) -> dict:
     # evidence of one cause that lets dedup merge them without stacks)
     qps = 1000 - 40000 * (step - 0.010) + rng.normal(0, 1, points)
     add("qps:web", "throughput", qps)
-    series = base / "metrics.csv"
-    series.write_text("\n".join(rows) + "\n")
+    series = csv.write(base / "metrics.csv")
     config = base / "regbot.yml"
     config.write_text(
         "workloads:\n  default:\n    threshold: {relative: 0.05}\n"
