@@ -1,21 +1,23 @@
 """The comment's chart: a fenced Mermaid ``xychart-beta`` line of a series' bucket means
-around the change, with a one-line caption. O(points)."""
+around the change, with a one-line caption, and the points it is drawn from (each reported
+regression's series, :func:`series_points`). O(points)."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
 
 from regbot.bot.views.numbers import format_number
+from regbot.detection.model import Candidate
 from regbot.errors import InputError
 from regbot.report.decode import read_finite, read_list
 
-__all__ = ["CHART_MAX_POINTS", "format_duration", "mermaid_chart", "read_point"]
+__all__ = ["CHART_MAX_POINTS", "format_duration", "mermaid_chart", "read_point", "series_points"]
 
 CHART_MAX_POINTS = 60
 _MERMAID_TEXT = re.compile(r"[^A-Za-z0-9 ._:/()%+,-]+")
@@ -209,3 +211,15 @@ def read_point(point: object, i: int) -> tuple[float, float]:
         if isinstance(x, bool) or not isinstance(x, (int, float)):
             raise InputError(where, "numbers", point)
     return float(t), float(v)
+
+
+def series_points(by_id: Mapping[str, Candidate]) -> dict[str, list[tuple[float, float]]]:
+    """Each reported regression's series within the run's windows, in the series' own direction
+    (the detection candidate holds oriented values), for the comment's chart."""
+    return {
+        rid: [
+            (float(t), float(c.sign * v))
+            for t, v in zip(np.asarray(c.times_s), np.asarray(c.values))
+        ]
+        for rid, c in by_id.items()
+    }

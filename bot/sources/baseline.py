@@ -23,6 +23,10 @@ usable history must not hold every deploy's gate at neutral.
 
 The historical window is ``[historical_start_s, analysis_start_s)`` (half-open, as everywhere
 in detection).
+
+:func:`missing_baselines_of_run` applies the rule to one ``regbot run``: the profiles' gCPU series
+are judged as one source by the sample store's buckets (those up to ``--now``), every other series
+on its own.
 """
 
 from __future__ import annotations
@@ -31,16 +35,20 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from regbot.bot.config import SourceSettings
 from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import ChangePointSettings
 from regbot.profiles.model import Series
+from regbot.profiles.sample_index import SampleIndex
 from regbot.report.model import MissingBaseline
 
 __all__ = [
     "MIN_BASELINE_POINTS",
     "PROFILES_SOURCE",
     "MissingBaseline",
+    "configured_sources",
     "find_missing_baselines",
+    "missing_baselines_of_run",
     "missing_names",
     "points_in_history",
 ]
@@ -104,6 +112,43 @@ def find_missing_baselines(
                 )
             )
     return missing
+
+
+def configured_sources(sources: SourceSettings) -> list[str]:
+    """The names of the configured sources (``profiles``, ``series``, ``prometheus``), in that
+    order."""
+    return [
+        name
+        for name, on in (
+            ("profiles", bool(sources.profiles)),
+            ("series", bool(sources.series)),
+            ("prometheus", sources.prometheus is not None),
+        )
+        if on
+    ]
+
+
+def missing_baselines_of_run(
+    configured: Iterable[str],
+    counts: Mapping[str, int],
+    series: Sequence[Series],
+    windows: WindowBounds,
+    *,
+    index: SampleIndex | None,
+    now_s: float | None,
+) -> list[MissingBaseline]:
+    """The missing baselines of one run's ``series`` (as detection saw them): the profiles' gCPU
+    series judged as one source by the sample store's buckets up to ``now_s`` (``index`` is the
+    store, None without one), every other series on its own (:func:`find_missing_baselines`)."""
+    buckets = None
+    profile_ids: set[str] = set()
+    if index is not None:
+        buckets = np.asarray(index.bucket_times_s, np.float64)
+        if now_s is not None:
+            buckets = buckets[buckets <= now_s]
+        profile_ids = {f"gcpu:{name}" for name in index.subroutines}
+    judged = [s for s in series if not (s.kind == "gcpu" and s.id in profile_ids)]
+    return find_missing_baselines(configured, counts, judged, windows, profile_buckets_s=buckets)
 
 
 def missing_names(missing: Iterable[MissingBaseline]) -> list[str]:

@@ -10,12 +10,15 @@ store is what attribution queries.
 Series whose kind is one of ``attribution.signal_kinds`` (feature flags, config rollouts) are set
 aside as signals for the correlation part; they describe a set-up, not performance, and are never
 run through detection.
+
+``--now`` (SPEC §5: data after it is ignored) cuts the run's series at that time
+(:func:`series_at`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -128,3 +131,22 @@ def gather_series(config: Config, start_s: float, end_s: float) -> RunSeries:
             index = source.index
     performance, signals = split_signals(collected, config.attribution.signal_kinds)
     return RunSeries(performance, signals, index, counts)
+
+
+def cut_at(series: Sequence[Series], now_s: float) -> list[Series]:
+    """The series as they were at ``now_s`` (SPEC §5: data after ``--now`` is ignored)."""
+    cut = []
+    for s in series:
+        keep = np.asarray(s.timestamps_s) <= now_s
+        cut.append(
+            Series(s.id, s.kind, s.timestamps_s[keep], s.values[keep], s.unit, s.labels)
+            if not keep.all()
+            else s
+        )
+    return cut
+
+
+def series_at(run_series: RunSeries, now_s: float) -> RunSeries:
+    """The run's performance series as they were at ``now_s``; the signals, the profile index
+    and the per-source counts as gathered."""
+    return replace(run_series, series=cut_at(run_series.series, now_s))
