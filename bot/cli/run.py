@@ -67,7 +67,7 @@ from regbot.bot.github.publish import (
     publishing_plan,
 )
 from regbot.bot.github.step_summary import append_job_summary, summary_path
-from regbot.bot.sources.baseline import configured_sources, missing_baselines_of_run
+from regbot.bot.sources.baseline import configured_source_names, missing_baselines_of_run
 from regbot.bot.sources.gather import RunSeries, gather_series, series_at
 from regbot.bot.state import StateStore, open_state
 from regbot.bot.views.run_outcome import feedback_line, outcome_lines
@@ -172,7 +172,7 @@ def _run(
         )
         report, groups, by_id = analyse(config, run_series, windows, changes, state, args.workload)
         missing = missing_baselines_of_run(
-            configured_sources(config.sources),
+            configured_source_names(config.sources),
             run_series.counts,
             run_series.series,
             windows,

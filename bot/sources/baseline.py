@@ -46,7 +46,7 @@ __all__ = [
     "MIN_BASELINE_POINTS",
     "PROFILES_SOURCE",
     "MissingBaseline",
-    "configured_sources",
+    "configured_source_names",
     "find_missing_baselines",
     "missing_baselines_of_run",
     "missing_names",
@@ -114,7 +114,7 @@ def find_missing_baselines(
     return missing
 
 
-def configured_sources(sources: SourceSettings) -> list[str]:
+def configured_source_names(sources: SourceSettings) -> list[str]:
     """The names of the configured sources (``profiles``, ``series``, ``prometheus``), in that
     order."""
     return [
