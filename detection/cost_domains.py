@@ -302,9 +302,7 @@ class DomainIndex:
         on = [self.member_on(m, cand, positions) for m in members]
         return np.array([_change(values, positions, c) for values in on])
 
-    def member_on(
-        self, member: str, cand: Candidate, positions: np.ndarray | None
-    ) -> np.ndarray:
+    def member_on(self, member: str, cand: Candidate, positions: np.ndarray | None) -> np.ndarray:
         """One member's values on the domain's shared points (which its own points include)."""
         own, values = self.on_axis((member,), cand)
         if positions is None:

@@ -16,11 +16,11 @@ from scipy.stats import t as student_t
 
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.presets import Threshold
-from regbot.detection.series_batch import WindowBounds
-from regbot.detection.stage_settings import LongTermSettings, SeasonalitySettings
 from regbot.detection.ratios import relative_change
 from regbot.detection.season_adjust import subtract_phase_profile
 from regbot.detection.seasonality import choose_period, decompose
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import LongTermSettings, SeasonalitySettings
 
 __all__ = [
     "ROLLING_SHARE",

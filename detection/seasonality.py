@@ -15,8 +15,8 @@ from statsmodels.tsa.seasonal import STL
 from statsmodels.tsa.stattools import acf
 
 from regbot.detection.model import Candidate, Verdict
-from regbot.detection.stage_settings import SeasonalitySettings
 from regbot.detection.noise_shape import Statistic, level_of, noise_shape
+from regbot.detection.stage_settings import SeasonalitySettings
 
 __all__ = [
     "MIN_PERIOD_POINTS",
@@ -239,9 +239,7 @@ def _z_score(
     )
     if scale > 0:
         efficiency = 1.0 if statistic == "mean" else MEDIAN_EFFICIENCY
-        return difference / (
-            scale * efficiency * math.sqrt(1 / n_after + 1 / max(n_before, 1))
-        )
+        return difference / (scale * efficiency * math.sqrt(1 / n_after + 1 / max(n_before, 1)))
     return 0.0 if difference == 0 else math.copysign(math.inf, difference)
 
 

@@ -185,8 +185,8 @@ def _wander(
     after, before = hi - mid, mid - lo
     if after < 1 or before < MIN_BLOCKS * after:
         return None
-    sums = np.diff(axis.sums[rows, lo:mid + 1], axis=1)
-    present = np.diff(axis.counts[rows, lo:mid + 1], axis=1) > 0
+    sums = np.diff(axis.sums[rows, lo : mid + 1], axis=1)
+    present = np.diff(axis.counts[rows, lo : mid + 1], axis=1) > 0
     base = sums.sum(axis=1) / np.maximum(present.sum(axis=1), 1)
     relative = np.where(present, sums / base[:, None], np.nan)
     with np.errstate(invalid="ignore"), np.errstate(divide="ignore"):
@@ -244,9 +244,7 @@ def common_ratio(
             inflating = bool(centre > 0 and centre > norm.isf(settings.alpha) * total_se)
             delta_all = np.concatenate(deltas)
             order = np.argsort(delta_all)[:FALLS_NAMED]
-            falls = tuple(
-                (names[int(k)], float(delta_all[k])) for k in order if delta_all[k] < 0
-            )
+            falls = tuple((names[int(k)], float(delta_all[k])) for k in order if delta_all[k] < 0)
             found = Inflation(
                 math.exp(centre), log_se, wander, int(members.sum()), inflating, falls
             )

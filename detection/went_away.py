@@ -189,9 +189,7 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     # level is back within the noise of the baseline.
     # A drop needs a third of the post-change points after it (at least gone_away_points): a
     # few low points at the very end are chance, and a transient is over well before that.
-    drop = find_drop(
-        post, max(1, min(n_post // 2, max(settings.gone_away_points, n_post // 3)))
-    )
+    drop = find_drop(post, max(1, min(n_post // 2, max(settings.gone_away_points, n_post // 3))))
     after_drop = post[drop.index :] if drop.index > 0 else post
     k = after_drop.size
     last_level = level_of(after_drop, statistic)

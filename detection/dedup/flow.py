@@ -24,7 +24,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from regbot.detection.cost_shift import cost_shift_verdicts
-from regbot.detection.stages import Stage
 from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
 from regbot.detection.dedup.same_regression import KnownRegression, merge_same_regressions
 from regbot.detection.dedup.som_dedup import joined_verdict, reelect, rehome, som_dedup
@@ -33,6 +32,7 @@ from regbot.detection.dedup_context import DedupContext, Group
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.share_inflation import ShareInflationSettings, share_inflation_verdicts
 from regbot.detection.stage_settings import CostShiftSettings, DedupSettings, SomSettings
+from regbot.detection.stages import Stage
 
 
 @dataclass(frozen=True, slots=True)

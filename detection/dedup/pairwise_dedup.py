@@ -248,7 +248,9 @@ def _decide(
         settings,
         {
             **evidence(shown),
-            "cascade_containment": finite_or_none(containment[shown]) if shown is not None else None,
+            "cascade_containment": finite_or_none(containment[shown])
+            if shown is not None
+            else None,
         },
         considered=considered,
         new_id=member.regression_id,

@@ -161,7 +161,11 @@ class EvidenceBlock:
         column = int(self.best[row, group])
         own = self.evidence.rises[self.lo + row]
         if column < 0:
-            return {"correlation_member": None, "delta": finite_or_none(own[0]), "delta_se": finite_or_none(own[1])}
+            return {
+                "correlation_member": None,
+                "delta": finite_or_none(own[0]),
+                "delta_se": finite_or_none(own[1]),
+            }
         other = self.evidence.rises[column]
         s = self.stats
         return {

@@ -285,9 +285,11 @@ def noise_of(
             f = np.where(known, factor, 0.0)
             fit = mask & known[None, :]
             denominator = (fit * f * f).sum(axis=1)
-            row_loading = np.where(denominator > 0, (z * f).sum(axis=1) / np.where(
-                denominator > 0, denominator, 1.0
-            ), 0.0)
+            row_loading = np.where(
+                denominator > 0,
+                (z * f).sum(axis=1) / np.where(denominator > 0, denominator, 1.0),
+                0.0,
+            )
             z = np.where(mask, z - row_loading[:, None] * f[None, :], 0.0)
         count = mask.sum(axis=1)
         mean = z.sum(axis=1) / np.maximum(count, 1)

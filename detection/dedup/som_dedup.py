@@ -157,7 +157,13 @@ def _kind_verdicts(
     times = candidates[0].times_s
     spacing = float(np.median(np.diff(times))) if len(times) > 1 else 0.0
     found = cause_groups(
-        candidates, cells, links.head, links.credited, context, settings, load,
+        candidates,
+        cells,
+        links.head,
+        links.credited,
+        context,
+        settings,
+        load,
         settings.cascade_buckets * spacing,
     )
     labels = found.labels

@@ -70,7 +70,9 @@ def candidate(series_id: str, values: np.ndarray) -> Candidate:
 def judged(series: dict[str, np.ndarray], ids: list[str]) -> dict[str, Verdict]:
     context = DedupContext(series={s: (TIMES, v) for s, v in series.items()})
     result = deduplicate([candidate(s, series[s]) for s in ids], context, [], [], DedupSettings())
-    return {c.series_id: c.verdicts["share_inflation"] for c in result.representatives + result.removed}
+    return {
+        c.series_id: c.verdicts["share_inflation"] for c in result.representatives + result.removed
+    }
 
 
 def name(k: int) -> str:
@@ -107,9 +109,7 @@ def test_the_ratio_holds_when_most_series_moved_at_once(seed: int) -> None:
     found = common_ratio(context, WINDOWS.historical_start_s, float(TIMES[AT]), WINDOWS.end_s)
     assert found is not None and found.inflating
     unmoved = [k for k in range(120) if k not in moved]
-    truth = np.mean(
-        [series[name(k)][AT:].mean() / series[name(k)][:AT].mean() for k in unmoved]
-    )
+    truth = np.mean([series[name(k)][AT:].mean() / series[name(k)][:AT].mean() for k in unmoved])
     assert found.ratio == pytest.approx(truth, rel=0.02)
     ratios = [v[AT:].mean() / v[:AT].mean() for v in series.values()]
     assert abs(np.log(np.median(ratios) / truth)) > 0.1  # the median is far off
