@@ -196,9 +196,10 @@ def residual_scale(residual: np.ndarray) -> tuple[float, float, float]:
     σ is the standard deviation of the residuals winsorised at ``WINSOR_SIGMAS`` (4) × 1.4826 ×
     MAD around their median: heavy tails and outliers do not inflate it, as they inflate a plain
     standard deviation, while the spread STL leaves in its residual (which is not normal: its
-    MAD alone understates it by ~30%) still counts. Residuals that wander together (a fleet-wide load term the STL trend does not
-    follow) make a level difference noisier than σ/√n: the standard error is multiplied by
-    √((1 + ρ)/(1 − ρ)), the AR(1) effective-sample-size factor, ρ clipped to [0, 0.9]."""
+    MAD alone understates it by ~30%) still counts. Residuals that wander together (a fleet-wide
+    load term the STL trend does not follow) make a level difference noisier than σ/√n: the
+    standard error is multiplied by √((1 + ρ)/(1 − ρ)), the AR(1) effective-sample-size factor,
+    ρ clipped to [0, 0.9]."""
     r = np.asarray(residual, dtype=np.float64)
     if r.size < 3:
         return 0.0, 0.0, 1.0

@@ -42,8 +42,9 @@ class ShareInflationSettings:
 class Inflation:
     """The common ratio of the run's gCPU shares at one split: ``ratio`` (after / before),
     the standard error of its log across series, how much the common level wanders on its own
-    over such a span (log units; None: too little history), the series it came from, whether it is significantly above 1,
-    and the largest falls over the split (series id, oriented change)."""
+    over such a span (log units; None: too little history), the series it came from, whether it
+    is significantly above 1, and the largest falls over the split (series id, oriented
+    change)."""
 
     ratio: float
     log_se: float
@@ -145,12 +146,13 @@ def _unmoved_level(
     logs: np.ndarray, ses: np.ndarray, iterations: int = 30
 ) -> tuple[float, float, np.ndarray]:
     """The log ratio shared by the series the deploy did not move, its standard error and which
-    series share it (within 3 of their errors): Tukey's biweight M-estimate started at the half-sample mode, each
-    series standardised by its own error (a redescending weight: a series further than
-    ``BIWEIGHT_C`` errors from the level has no say, so the moved series cannot pull the level
-    towards them however many they are), started where the series pile up (``_densest``). The error is the weighted mean's, widened by the
-    members' overdispersion when they scatter more than their own errors say (a fleet-wide load
-    moves no two shares exactly alike)."""
+    series share it (within 3 of their errors): Tukey's biweight M-estimate started at the
+    half-sample mode, each series standardised by its own error (a redescending weight: a series
+    further than ``BIWEIGHT_C`` errors from the level has no say, so the moved series cannot pull
+    the level towards them however many they are), started where the series pile up
+    (``_densest``). The error is the weighted mean's, widened by the members' overdispersion when
+    they scatter more than their own errors say (a fleet-wide load moves no two shares exactly
+    alike)."""
     centre = _densest(logs, ses)
     precision = 1.0 / (ses * ses)
     weights = np.zeros(logs.size)

@@ -482,7 +482,7 @@ def reference_dedup(candidates, groups, context, settings, ids):
                 smaller = min(own.weights.sum(), sum(union.values()))
                 s["stack_overlap"] = inside / smaller if smaller > 0 else None
 
-            def passes(rule, s=s, best=best):
+            def passes(rule, s=s, best=best, member=member, bound=bound):
                 value = s[rule.feature]
                 if rule.feature != "correlation":
                     return value >= rule.threshold

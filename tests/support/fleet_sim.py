@@ -507,9 +507,8 @@ class _Fleet:
         return f"{kind}:{self.endpoints[k]}"
 
     def plant_events(self) -> None:
-        sp, rng, T = self.spec, self.rng, self.spec.n_points
+        sp, rng = self.spec, self.rng
         a0, a1, n_g = self.a0, self.a1, self.n_g
-        window = lambda: int(rng.integers(a0, a1))  # noqa: E731
         n_reg = sp.n_regressions
         sizes = np.resize(np.asarray(sp.step_sizes_mde, dtype=float), n_reg)
         rng.shuffle(sizes)
