@@ -27,10 +27,11 @@ from regbot.detection.dedup_context import DedupContext, subroutine_of_series
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.shift_timing import same_time
 from regbot.detection.stage_settings import CostShiftSettings
+from regbot.detection.stages import Stage
 
 __all__ = ["cost_shift_verdict", "cost_shift_verdicts"]
 
-STAGE = "cost_shift"
+STAGE = Stage.COST_SHIFT
 Span = tuple[float, float] | None
 CHUNK = 1024  # candidates whose rows are held at once
 

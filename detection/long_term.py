@@ -21,6 +21,7 @@ from regbot.detection.season_adjust import subtract_phase_profile
 from regbot.detection.seasonality import choose_period, decompose
 from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import LongTermSettings, SeasonalitySettings
+from regbot.detection.stages import Stage
 
 __all__ = [
     "ROLLING_SHARE",
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 MAD_NORMAL = 1.4826
-STAGE = "long_term"
+STAGE = Stage.LONG_TERM
 ROLLING_SHARE = 0.05
 MIN_BLOCKS = 5
 SCREEN_MARGIN = 0.5

@@ -81,7 +81,7 @@ def keep_discoveries(
     candidates: list[Candidate],
     tests: int,
     settings: DetectionSettings,
-    stage: str = "change_point",
+    stage: Stage = Stage.CHANGE_POINT,
 ) -> list[Candidate]:
     """The candidates that are discoveries among the run's ``tests`` series
     (``discoveries.py``; all of them with ``multiple_testing: none``); each keeps the cut in its
@@ -123,7 +123,7 @@ def change_point_verdict(
             load_step=float(part[k:].mean() - part[:k].mean()),
         )
         reason += " after removing the fleet load"
-    return Verdict("change_point", True, reason, numbers)
+    return Verdict(Stage.CHANGE_POINT, True, reason, numbers)
 
 
 def _chunk_candidates(
@@ -252,7 +252,7 @@ def _detect_parts(
         for c in detect_long_term_batch(batch, bounds, settings, exclude)
     ]
     long_term = []
-    for candidate in keep_discoveries(found, tests, settings, "long_term"):
+    for candidate in keep_discoveries(found, tests, settings, Stage.LONG_TERM):
         verdict = enough_data_verdict(candidate, settings.workload.windows)
         if verdict.passed:
             long_term.append(candidate)

@@ -17,6 +17,7 @@ from statsmodels.tsa.stattools import acf
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.noise_shape import Statistic, level_of, noise_shape
 from regbot.detection.stage_settings import SeasonalitySettings
+from regbot.detection.stages import Stage
 
 __all__ = [
     "MIN_PERIOD_POINTS",
@@ -26,7 +27,7 @@ __all__ = [
     "seasonality_verdict",
 ]
 
-STAGE = "seasonality"
+STAGE = Stage.SEASONALITY
 MAD_NORMAL = 1.4826
 MIN_PERIOD_POINTS = 4
 MAX_GRID_FACTOR = 4

@@ -16,10 +16,11 @@ from scipy.stats import norm
 
 from regbot.detection.dedup_context import DedupContext, subroutine_of_series
 from regbot.detection.model import Candidate, Verdict
+from regbot.detection.stages import Stage
 
 __all__ = ["Inflation", "ShareInflationSettings", "common_ratio", "share_inflation_verdicts"]
 
-STAGE = "share_inflation"
+STAGE = Stage.SHARE_INFLATION
 FALLS_NAMED = 3
 MIN_BLOCKS = 4  # history blocks needed to measure the common level's own wander
 BIWEIGHT_C = 4.685  # Tukey's biweight constant (95% efficiency at the normal)
@@ -303,7 +304,7 @@ def _judge(
     left = a - r * b
     se = math.sqrt(var_a / n_a + r * r * var_b / n_b + (r * b * inflation.log_se) ** 2)
     z_left = left / se if se > 0 else (math.inf if left > 0 else -math.inf)
-    threshold = candidate.verdicts.get("threshold")
+    threshold = candidate.verdicts.get(Stage.THRESHOLD)
     mode = threshold.numbers.get("mode") if threshold is not None else None
     value = float(threshold.numbers.get("threshold", 0.0)) if threshold is not None else 0.0
     measured = left / abs(b) if mode == "relative" and b != 0 else left

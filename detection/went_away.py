@@ -18,6 +18,7 @@ import numpy as np
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.noise_shape import level_of, noise_shape, rolling_levels
 from regbot.detection.stage_settings import WentAwaySettings
+from regbot.detection.stages import Stage
 from regbot.detection.went_away_levels import (
     MAD_NORMAL,
     deseasonalise,
@@ -29,7 +30,7 @@ from regbot.detection.went_away_trend import sax_letters, valid_letters, window_
 
 __all__ = ["went_away_verdict"]
 
-STAGE = "went_away"
+STAGE = Stage.WENT_AWAY
 MIN_POINTS_EACH_SIDE = 3
 MAD_FLOOR_SHARE = 1e-9  # MAD floor = 1e-9 × the largest |value| (constant pre-change series)
 

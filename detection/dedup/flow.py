@@ -154,8 +154,8 @@ def _cost_shift_stage(
     check, so one round suffices."""
     verdicts = cost_shift_verdicts(representatives, context, cost_shift)
     judged = [c.with_verdict(v) for c, v in zip(representatives, verdicts)]
-    kept = [c for c in judged if c.verdicts["cost_shift"].passed]
-    removed = [c for c in judged if not c.verdicts["cost_shift"].passed]
+    kept = [c for c in judged if c.verdicts[Stage.COST_SHIFT].passed]
+    removed = [c for c in judged if not c.verdicts[Stage.COST_SHIFT].passed]
     orphans = [m for r in removed for m in members_of.get(r.series_id, ())]
     if not orphans:
         return kept, removed
@@ -165,9 +165,9 @@ def _cost_shift_stage(
     for former in list(removed):
         group = [judged_orphans[m.series_id] for m in members_of.pop(former.series_id, ())]
         for member in group:
-            if not member.verdicts["cost_shift"].passed:
+            if not member.verdicts[Stage.COST_SHIFT].passed:
                 removed.append(member.with_verdict(_regrouped(member, former.series_id)))
-        genuine_of[former.series_id] = [m for m in group if m.verdicts["cost_shift"].passed]
+        genuine_of[former.series_id] = [m for m in group if m.verdicts[Stage.COST_SHIFT].passed]
     standing = list(kept)
     genuine = [m for members in genuine_of.values() for m in members]
     standing_groups = [[r, *members_of.get(r.series_id, ())] for r in standing]
@@ -197,10 +197,10 @@ def _cost_shift_stage(
 
 def _regrouped(member: Candidate, former: str) -> Verdict:
     """The ``som_dedup`` verdict of a group member that is a cost shift itself."""
-    previous = member.verdicts.get("som_dedup")
+    previous = member.verdicts.get(Stage.SOM_DEDUP)
     cell = previous.numbers.get("cell") if previous is not None else None
     return Verdict(
-        "som_dedup",
+        Stage.SOM_DEDUP,
         True,
         f"group re-evaluated after its representative {former} was removed as a cost shift",
         {"cell": cell, "former_representative": former},

@@ -28,10 +28,11 @@ from regbot.detection.dedup.shared_cause import load_over_windows
 from regbot.detection.dedup_context import DedupContext, Group, GroupMember, subroutine_of_series
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.stage_settings import DedupSettings
+from regbot.detection.stages import Stage
 
 __all__ = ["correlation_window", "member_of", "pairwise_dedup"]
 
-STAGE = "pairwise_dedup"
+STAGE = Stage.PAIRWISE_DEDUP
 FEATURES = ("correlation", "text", "stack_overlap")
 BLOCK_ROWS = 256
 

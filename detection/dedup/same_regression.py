@@ -17,12 +17,13 @@ from scipy.stats import mannwhitneyu
 
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.presets import Threshold
+from regbot.detection.stages import Stage
 from regbot.detection.thresholds import threshold_verdict
 
 if TYPE_CHECKING:  # dedup imports this module
     from regbot.detection.dedup import DedupSettings
 
-STAGE = "same_regression"
+STAGE = Stage.SAME_REGRESSION
 
 
 @dataclass(frozen=True, slots=True)
