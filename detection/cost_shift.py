@@ -161,7 +161,8 @@ class _Judge:
                 continue
             positions, _ = self.index.on_axis(row.domain.cost_series, cand)
             split = cand.change_index if positions is None else _split(positions, cand)
-            moved = sum(self.index.member_on(m, cand, positions) for m in fallen)
+            parts = [self.index.member_on(m, cand, positions) for m in fallen]
+            moved = sum(parts, np.zeros_like(parts[0]))  # as sum()'s 0 start: 0 + -0.0 is 0.0
             x = cand.values if positions is None else cand.values[positions]
             total = x + moved
             sub = _Row(row.domain, "fallen", fallen)

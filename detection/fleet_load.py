@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 
 from regbot.detection.noise_shape import MAD_NORMAL
 from regbot.detection.presets import DAY_S
@@ -50,7 +51,8 @@ class LoadRemoval:
         """The part removed from row ``row`` (T,), or None when nothing was."""
         if self.factor is None or self.amplitude[row] == 0:
             return None
-        return self.amplitude[row] * self.factor
+        part: npt.NDArray[np.float64] = self.amplitude[row] * self.factor
+        return part
 
 
 def remove_fleet_load(
@@ -164,7 +166,8 @@ def _robust_centre_scale(history: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _standardise(values: np.ndarray, centre: np.ndarray, scale: np.ndarray) -> np.ndarray:
     z = (values - centre[:, None]) / scale[:, None]
-    return np.clip(z, -CLIP_Z, CLIP_Z, out=z)
+    clipped: npt.NDArray[np.float64] = np.clip(z, -CLIP_Z, CLIP_Z, out=z)
+    return clipped
 
 
 def _estimate_factor(

@@ -68,11 +68,11 @@ def find_change_candidates(
     chunks = [(batch.rows(f, f + CHUNK_ROWS), load.rows(f, f + CHUNK_ROWS)) for f in firsts]
     workers = min(len(chunks), settings.workers or os.cpu_count() or 1)
     if workers <= 1:
-        found = [_chunk_candidates(*chunk, windows, settings) for chunk in chunks]
+        found = [_chunk_candidates(rows, part, windows, settings) for rows, part in chunks]
     else:  # numpy releases the GIL in the array work, so chunks run side by side in threads
         with ThreadPoolExecutor(workers) as pool:
             found = list(
-                pool.map(lambda chunk: _chunk_candidates(*chunk, windows, settings), chunks)
+                pool.map(lambda c: _chunk_candidates(c[0], c[1], windows, settings), chunks)
             )
     return [candidate for part in found for candidate in part]
 

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from statsmodels.tsa.seasonal import STL
 from statsmodels.tsa.stattools import acf
 
@@ -47,7 +48,8 @@ def _regular_grid(times_s: np.ndarray, spacing_s: float) -> np.ndarray | None:
     count = int(math.floor((times_s[-1] - times_s[0]) / spacing_s + 1e-9)) + 1
     if count > MAX_GRID_FACTOR * len(times_s):
         return None
-    return times_s[0] + spacing_s * np.arange(count)
+    grid: npt.NDArray[np.float64] = times_s[0] + spacing_s * np.arange(count)
+    return grid
 
 
 def _float_or_none(x: float) -> float | None:
@@ -139,7 +141,7 @@ class Decomposition:
         """The seasonal component at ``times_s``; after the grid's end, the last fitted cycle
         repeats (periodic linear interpolation)."""
         times_s = np.asarray(times_s, dtype=np.float64)
-        out = np.interp(times_s, self.grid_s, self.seasonal)
+        out: npt.NDArray[np.float64] = np.interp(times_s, self.grid_s, self.seasonal)
         later = times_s > self.grid_s[-1]
         if later.any():
             spacing = float(self.grid_s[1] - self.grid_s[0])
@@ -154,7 +156,10 @@ class Decomposition:
 
     def trend_at(self, times_s: np.ndarray) -> np.ndarray:
         """The trend at ``times_s`` (held at the end values outside the grid)."""
-        return np.interp(np.asarray(times_s, dtype=np.float64), self.grid_s, self.trend)
+        trend: npt.NDArray[np.float64] = np.interp(
+            np.asarray(times_s, dtype=np.float64), self.grid_s, self.trend
+        )
+        return trend
 
 
 def decompose(times_s: np.ndarray, values: np.ndarray, period_points: int) -> Decomposition:

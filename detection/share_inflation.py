@@ -215,7 +215,11 @@ def common_ratio(
     key = ("share_inflation", float(start_s), float(change_s), float(end_s), settings)
     if key in context.memo:
         return context.memo[key]  # type: ignore[return-value]
-    logs, ses, deltas, names, where = [], [], [], [], []
+    logs: list[np.ndarray] = []
+    ses: list[np.ndarray] = []
+    deltas: list[np.ndarray] = []
+    names: list[str] = []
+    where: list[tuple[int, int]] = []  # (axis, row) of each series in ``names``
     axes = _axes(context, settings)
     for k, axis in enumerate(axes):
         n_b, b, var_b = axis.moments(start_s, change_s, closed=False)
@@ -237,8 +241,8 @@ def common_ratio(
         centre, log_se, members = _unmoved_level(log_all, se_all)
         if members.sum() >= settings.min_series:
             on_axis: dict[int, list[int]] = {}
-            for k in np.flatnonzero(members):
-                axis_k, row = where[int(k)]
+            for member in np.flatnonzero(members).tolist():
+                axis_k, row = where[member]
                 on_axis.setdefault(axis_k, []).append(row)
             home = max(on_axis, key=lambda k: len(on_axis[k]))
             rows = np.array(on_axis[home])
@@ -306,7 +310,9 @@ def _judge(
     z_left = left / se if se > 0 else (math.inf if left > 0 else -math.inf)
     threshold = candidate.verdicts.get(Stage.THRESHOLD)
     mode = threshold.numbers.get("mode") if threshold is not None else None
-    value = float(threshold.numbers.get("threshold", 0.0)) if threshold is not None else 0.0
+    limit = threshold.numbers.get("threshold", 0.0) if threshold is not None else 0.0
+    assert isinstance(limit, int | float)  # the threshold stage writes its threshold as a number
+    value = float(limit)
     measured = left / abs(b) if mode == "relative" and b != 0 else left
     significant = z_left >= norm.isf(settings.alpha)
     above = measured >= value if mode is not None else True

@@ -174,7 +174,7 @@ def _cost_shift_stage(
     homes = rehome(genuine, standing_groups, context, som)
     home_of = {m.series_id: home for m, home in zip(genuine, homes)}
     order = {c.series_id: i for i, c in enumerate(representatives + orphans)}
-    for former, members in genuine_of.items():
+    for former_id, members in genuine_of.items():
         left = []
         for member in members:
             home = home_of[member.series_id]
@@ -182,10 +182,10 @@ def _cost_shift_stage(
                 left.append(member)
                 continue
             representative = standing[home]
-            verdict = joined_verdict(member, representative, former)
+            verdict = joined_verdict(member, representative, former_id)
             members_of.setdefault(representative.series_id, []).append(member.with_verdict(verdict))
         if left:
-            elected = reelect(left, context, som, former)
+            elected = reelect(left, context, som, former_id)
             representative = next(c for c in elected if c.verdicts[Stage.SOM_DEDUP].passed)
             kept.append(representative)
             members_of[representative.series_id] = [

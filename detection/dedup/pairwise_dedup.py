@@ -13,7 +13,7 @@ Design: docs/design/pairwise_dedup.md
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -80,7 +80,7 @@ def pairwise_dedup(
     _validate(candidates, settings, regression_ids)
     order = _callees_first(candidates, context)
     if order != list(range(len(candidates))):
-        judged, updated = pairwise_dedup(
+        reordered, updated = pairwise_dedup(
             [candidates[k] for k in order],
             groups,
             context,
@@ -88,7 +88,7 @@ def pairwise_dedup(
             regression_ids=[regression_ids[k] for k in order],
         )
         back = {k: i for i, k in enumerate(order)}
-        return [judged[back[k]] for k in range(len(candidates))], updated
+        return [reordered[back[k]] for k in range(len(candidates))], updated
     features = tuple(dict.fromkeys(rule.feature for rule in settings.rules))
     new = [member_of(c, rid, context) for c, rid in zip(candidates, regression_ids)]
     past = [member for group in groups for member in group.members]
@@ -147,7 +147,12 @@ def _callees_first(candidates: Sequence[Candidate], context: DedupContext) -> li
         for caller in context.callers.get(s, ()):
             if caller in below and caller != s:
                 below[caller] += 1
-    return sorted(range(len(candidates)), key=lambda k: below.get(subs[k], 0) if subs[k] else 0)
+
+    def callees_below(k: int) -> int:
+        sub = subs[k]
+        return below.get(sub, 0) if sub else 0
+
+    return sorted(range(len(candidates)), key=callees_below)
 
 
 def _validate(
@@ -178,7 +183,7 @@ def _decide(
     adds no member). A new group is created here."""
     exact = state.regression_group.get(member.regression_id)
     if exact is not None:
-        scores = {f: 1.0 for f in features}
+        scores: Mapping[str, float | None] = {f: 1.0 for f in features}
         return _verdict(False, state, exact, scores, settings, {}, exact=True, considered=1), None
     n_groups = len(state.ids)
     eligible = state.eligible(member.change_time_s, settings.pairwise_max_gap_s)
@@ -267,7 +272,7 @@ def _verdict(
     merged_passed: bool,
     state: GroupState,
     g: int | None,
-    scores: dict[str, float | None],
+    scores: Mapping[str, float | None],
     settings: DedupSettings,
     evidence: dict[str, object],
     *,

@@ -107,8 +107,9 @@ def stack_links(
         mine = [b for b, _ in below if group[b] == group[upper]]
         theirs = [(b, share) for b, share in below if group[b] != group[upper]]
         own = local_delta[upper]
-        if shares[upper].rises is not None:
-            others = _rise_of_other_groups(upper, mine, theirs, ids, shares[upper].rises)
+        rises = shares[upper].rises
+        if rises is not None:
+            others = _rise_of_other_groups(upper, mine, theirs, ids, rises)
         else:
             others = _other_groups_inside(theirs, below_sets, local_delta)
         credited[rows[upper]] = _credited(own, others, e)
