@@ -113,7 +113,7 @@ def parse_speedscope(
         _concat(times, np.float64),
         _concat([part.stack_ids for part in parts], np.int64),
         _concat([part.weights for part in parts], np.float64),
-        "samples" if unit in (None, "none") else unit,
+        "samples" if unit is None or unit == "none" else unit,
     )
 
 
