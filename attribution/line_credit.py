@@ -136,7 +136,9 @@ def _owned_by_line(
 ) -> dict[str, float]:
     """Sha → the part of the lines' rise its edited levels own (design file)."""
     headers = set(lines.header.values())
-    outside = [v for line, v in own_lines.items() if line not in lines.loops and line not in headers]
+    outside = [
+        v for line, v in own_lines.items() if line not in lines.loops and line not in headers
+    ]
     b_out = sum(b for b, _ in outside)
     a_out = sum(a for _, a in outside)
     rho_out = a_out / (ratio * b_out) if b_out > 0 and a_out > 0 else 1.0

@@ -30,8 +30,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from regbot.detection.dedup import flow as dedup_module
 from regbot.detection.dedup import DedupSettings, deduplicate
+from regbot.detection.dedup import flow as dedup_module
 from regbot.detection.dedup_context import DedupContext, StackShare
 from regbot.detection.model import Candidate
 from regbot.detection.series_batch import WindowBounds
@@ -247,8 +247,9 @@ def run_fleet(args: argparse.Namespace) -> None:
         members[gid].add(series_of[rid])
     changes = sorted(set(owner.values()))
     pure = sum(len({owner[s] for s in m}) == 1 for m in members.values())
-    groups_per_change = {ch: sum(any(owner[s] == ch for s in m) for m in members.values())
-                         for ch in changes}
+    groups_per_change = {
+        ch: sum(any(owner[s] == ch for s in m) for m in members.values()) for ch in changes
+    }
     duplicates = sum(n - 1 for n in groups_per_change.values()) / len(changes)
     whole = sum(
         1

@@ -295,7 +295,6 @@ def scale_run(args: argparse.Namespace) -> None:
         )
 
 
-
 # ---- fleet quality: the whole `regbot detect` command on realistic fleets ------------------
 
 TOLERANCE_BUCKETS = 6
@@ -321,11 +320,21 @@ def fleet_spec(sim, n_series: int, n_points: int):
     if n_series == 3000:
         return spec
     f = n_series / 3000
-    counts = {name: max(round(getattr(spec, name) * f), low) for name, low in (
-        ("n_regressions", 12), ("n_latency_steps", 1), ("n_throughput_steps", 1),
-        ("n_linked_latency", 1), ("n_linked_throughput", 1), ("n_creeps", 2),
-        ("n_transients", 4), ("n_seasonal_peaks", 2), ("n_cost_shifts", 2),
-        ("n_improvements", 3))}
+    counts = {
+        name: max(round(getattr(spec, name) * f), low)
+        for name, low in (
+            ("n_regressions", 12),
+            ("n_latency_steps", 1),
+            ("n_throughput_steps", 1),
+            ("n_linked_latency", 1),
+            ("n_linked_throughput", 1),
+            ("n_creeps", 2),
+            ("n_transients", 4),
+            ("n_seasonal_peaks", 2),
+            ("n_cost_shifts", 2),
+            ("n_improvements", 3),
+        )
+    }
     return sim.FleetSpec(n_series=n_series, n_points=n_points, **counts)
 
 
@@ -333,7 +342,9 @@ def regbot_command() -> str:
     here = Path(sys.executable).with_name("regbot")
     found = str(here) if here.exists() else shutil.which("regbot")
     if found is None:
-        raise SystemExit("the regbot command is not installed in this environment (pip install -e .)")
+        raise SystemExit(
+            "the regbot command is not installed in this environment (pip install -e .)"
+        )
     return found
 
 
@@ -396,8 +407,11 @@ def group_members(rep: dict, by_id: dict, filtered: list[dict]) -> set[str]:
     members |= {by_id[d]["series"] for d in rep.get("duplicates", []) if d in by_id}
     for f in filtered:
         v = f["verdicts"]
-        for stage, key in (("som_dedup", "representative"), ("pairwise_dedup", "representative"),
-                           ("stack_dedup", "explained_by")):
+        for stage, key in (
+            ("som_dedup", "representative"),
+            ("pairwise_dedup", "representative"),
+            ("stack_dedup", "explained_by"),
+        ):
             if stage in v and not v[stage]["passed"] and v[stage].get(key) == rep["series"]:
                 members.add(f["series"])
     return members
@@ -457,15 +471,19 @@ def score_report(report: dict, truth, n_series: int, tally: Tally) -> None:
         group = event_of[r["series"]].group_id if r["series"] in event_of else None
         merged = group_members(r, by_id, filtered) - {r["series"]}
         tally.merged += len(merged)
-        tally.merged_same += sum(event_of.get(s) is not None and event_of[s].group_id == group
-                                 for s in merged)
+        tally.merged_same += sum(
+            event_of.get(s) is not None and event_of[s].group_id == group for s in merged
+        )
     filter_removals(truth, filtered, on_series, tally)
 
 
 def why_missed(event, near: list[dict], filtered: list[dict], tol: float) -> str:
     """What became of a true regression that was not found."""
-    own = [f for f in filtered if f["series"] in event.series_ids
-           and abs(f["change_time"] - event.change_time_s) <= tol]
+    own = [
+        f
+        for f in filtered
+        if f["series"] in event.series_ids and abs(f["change_time"] - event.change_time_s) <= tol
+    ]
     for f in own:
         failed = [stage for stage, v in f["verdicts"].items() if not v["passed"]]
         if failed:
@@ -537,9 +555,12 @@ def score_ml(series_by_id: dict, truth, tally: Tally, in_window: bool = False) -
 def upward_points(x: np.ndarray, breakpoints: list[int], lo: int, hi: int) -> list[int]:
     """Change points in [lo, hi) after which the (oriented) mean rises."""
     edges = [0, *sorted(b for b in breakpoints if 0 < b < len(x)), len(x)]
-    return [edges[i] for i in range(1, len(edges) - 1)
-            if lo <= edges[i] < hi
-            and x[edges[i] : edges[i + 1]].mean() > x[edges[i - 1] : edges[i]].mean()]
+    return [
+        edges[i]
+        for i in range(1, len(edges) - 1)
+        if lo <= edges[i] < hi
+        and x[edges[i] : edges[i + 1]].mean() > x[edges[i - 1] : edges[i]].mean()
+    ]
 
 
 def peer_subset(series: list, truth, limit: int, seed: int) -> list[int]:
@@ -552,8 +573,9 @@ def peer_subset(series: list, truth, limit: int, seed: int) -> list[int]:
     return sorted(events + [int(i) for i in extra])
 
 
-def score_peer(series: list, subset: list[int], points: list[list[int]], truth,
-               tally: Tally) -> None:
+def score_peer(
+    series: list, subset: list[int], points: list[list[int]], truth, tally: Tally
+) -> None:
     """One peer's change points on ``subset`` scored like regbot's reports; quiet false
     positives scaled from the subset's quiet series to the fleet's."""
     event_of = truth.event_of()
@@ -586,8 +608,11 @@ def score_peer(series: list, subset: list[int], points: list[list[int]], truth,
         true_index = int(np.searchsorted(times, e.change_time_s))
         m = multiple_of(e)
         tally.total[m] += 1
-        tally.found[m] += any(abs(k - true_index) <= TOLERANCE_BUCKETS
-                              for sid in e.series_ids for k in reported.get(sid, []))
+        tally.found[m] += any(
+            abs(k - true_index) <= TOLERANCE_BUCKETS
+            for sid in e.series_ids
+            for k in reported.get(sid, [])
+        )
 
 
 def binseg_points(arrays: list[np.ndarray]) -> tuple[list[list[int]], float]:
@@ -672,71 +697,104 @@ def fleet_run(args: argparse.Namespace) -> None:
 def print_fleet_table(tallies, methods, seeds, spec, args, peers_note: str) -> None:
     reg = tallies["regbot"]
     n = len(seeds)
-    print(f"\n{n} fleets (seeds {', '.join(map(str, seeds))}) x {spec.n_series:,} series x "
-          f"{spec.n_points:,} points; per fleet {spec.n_regressions} true regressions "
-          f"(cascades {spec.cascade_share:.0%} of gCPU ones), {spec.n_creeps} creeps, "
-          f"{spec.n_transients} transients, {spec.n_seasonal_peaks} seasonal peaks, "
-          f"{spec.n_cost_shifts} cost shifts, {spec.n_improvements} improvements")
-    print("regbot: `regbot detect series.csv -c regbot.yml -o out.json`, empty regbot.yml "
-          "(kdd18 row: dedup: {method: kdd18})")
+    print(
+        f"\n{n} fleets (seeds {', '.join(map(str, seeds))}) x {spec.n_series:,} series x "
+        f"{spec.n_points:,} points; per fleet {spec.n_regressions} true regressions "
+        f"(cascades {spec.cascade_share:.0%} of gCPU ones), {spec.n_creeps} creeps, "
+        f"{spec.n_transients} transients, {spec.n_seasonal_peaks} seasonal peaks, "
+        f"{spec.n_cost_shifts} cost shifts, {spec.n_improvements} improvements"
+    )
+    print(
+        "regbot: `regbot detect series.csv -c regbot.yml -o out.json`, empty regbot.yml "
+        "(kdd18 row: dedup: {method: kdd18})"
+    )
     funnel = " -> ".join(f"{k} {v / n:,.0f}" for k, v in reg.funnel.items())
     print(f"funnel (mean per fleet): {funnel}")
     peers = [m for m in tallies if m not in methods]
-    print(f"peers: every planted-event series + quiet ones up to {args.peer_series} per fleet; "
-          f"{peers_note}")
+    print(
+        f"peers: every planted-event series + quiet ones up to {args.peer_series} per fleet; "
+        f"{peers_note}"
+    )
     header = f"\n{'recall within +-6 buckets':<34}" + "".join(f"{m:>7g}x" for m in MULTIPLES)
     print(header)
     print(f"{'target':<34}" + "".join(f"{RECALL_TARGETS[m]:>8.2f}" for m in MULTIPLES))
     for name in [*methods, *peers]:
-        label = {"regbot": "regbot (default config)", "regbot kdd18": "regbot (dedup kdd18)",
-                 "ML placement": "ML placement, whole series",
-                 "ML in window": "ML placement in analysis window"}.get(name, name)
+        label = {
+            "regbot": "regbot (default config)",
+            "regbot kdd18": "regbot (dedup kdd18)",
+            "ML placement": "ML placement, whole series",
+            "ML in window": "ML placement in analysis window",
+        }.get(name, name)
         t = tallies[name]
-        print(f"{label:<34}" + "".join(f"{t.recall(m):>8.2f}" for m in MULTIPLES)
-              + f"   (n = {sum(t.total.values())})")
-    print(f"\n{'false positives / 1,000 series':<34}{'all':>6}"
-          + "".join(f"{DECOY_NAMES.get(d, d):>13}" for d in DECOYS))
+        print(
+            f"{label:<34}"
+            + "".join(f"{t.recall(m):>8.2f}" for m in MULTIPLES)
+            + f"   (n = {sum(t.total.values())})"
+        )
+    print(
+        f"\n{'false positives / 1,000 series':<34}{'all':>6}"
+        + "".join(f"{DECOY_NAMES.get(d, d):>13}" for d in DECOYS)
+    )
     print(f"{'target':<34}{0.5:>6.1f}")
     for name in [m for m in methods if m not in LIMITS] + peers:
         t = tallies[name]
-        print(f"{name:<34}{t.fp_per_1000():>6.2f}"
-              + "".join(f"{t.fp_per_1000(d):>13.2f}" for d in DECOYS))
+        print(
+            f"{name:<34}{t.fp_per_1000():>6.2f}"
+            + "".join(f"{t.fp_per_1000(d):>13.2f}" for d in DECOYS)
+        )
     for name in [m for m in methods if m not in LIMITS]:
         t = tallies[name]
         err = np.array([e for _, e in t.errors], dtype=float)
         big = [abs(e) <= TOLERANCE_BUCKETS for m, e in t.errors if m >= 4]
-        ml_big = [np.mean([abs(e) <= TOLERANCE_BUCKETS for m, e in tallies[limit].errors if m >= 4])
-                  for limit in LIMITS]
+        ml_big = [
+            np.mean([abs(e) <= TOLERANCE_BUCKETS for m, e in tallies[limit].errors if m >= 4])
+            for limit in LIMITS
+        ]
         print(f"\n{name}:")
         if len(err):
-            print(f"  change time |error| (nearest report per true regression, {len(err)}): "
-                  f"median {np.median(np.abs(err)):.1f} buckets, p90 "
-                  f"{np.quantile(np.abs(err), 0.9):.1f}; within +-6 at >= 4x "
-                  f"{np.mean(big):.1%} (target >= 97%; ML placement {ml_big[0]:.1%}, "
-                  f"in window {ml_big[1]:.1%}); "
-                  f"mean signed error {err.mean():+.1f}")
-        cover = (f"{np.mean(t.covered):.1%} of {len(t.covered)} (target >= 90%)" if t.covered
-                 else "n/a (the report has no change_time_interval)")
+            print(
+                f"  change time |error| (nearest report per true regression, {len(err)}): "
+                f"median {np.median(np.abs(err)):.1f} buckets, p90 "
+                f"{np.quantile(np.abs(err), 0.9):.1f}; within +-6 at >= 4x "
+                f"{np.mean(big):.1%} (target >= 97%; ML placement {ml_big[0]:.1%}, "
+                f"in window {ml_big[1]:.1%}); "
+                f"mean signed error {err.mean():+.1f}"
+            )
+        cover = (
+            f"{np.mean(t.covered):.1%} of {len(t.covered)} (target >= 90%)"
+            if t.covered
+            else "n/a (the report has no change_time_interval)"
+        )
         print(f"  change-time interval coverage: {cover}")
         detectors = ", ".join(f"{d} {c}" for d, c in t.creeps.most_common()) or "none"
         print(f"  creeps reported: {sum(t.creeps.values())}/{t.n_creeps} ({detectors})")
         found = sum(t.found.values())
-        print(f"  duplicates per true group: {t.extra / max(found, 1):.1%} "
-              f"({t.extra} extra representatives for {found} found; target <= 2%)")
+        print(
+            f"  duplicates per true group: {t.extra / max(found, 1):.1%} "
+            f"({t.extra} extra representatives for {found} found; target <= 2%)"
+        )
         purity = t.merged_same / t.merged if t.merged else float("nan")
-        print(f"  group purity: {purity:.1%} of {t.merged} merged members from the "
-              f"representative's true group (target >= 98%)")
-        print(f"  quiet false positives on bimodal/heavy-tailed series: {t.quiet_non_normal} "
-              f"of {t.fp['quiet']}")
+        print(
+            f"  group purity: {purity:.1%} of {t.merged} merged members from the "
+            f"representative's true group (target >= 98%)"
+        )
+        print(
+            f"  quiet false positives on bimodal/heavy-tailed series: {t.quiet_non_normal} "
+            f"of {t.fp['quiet']}"
+        )
         f = t.filters
-        print(f"  filters: true steps >= 1.5x removed by went_away/seasonality/cost_shift "
-              f"{f['steps removed']}/{f['steps']} (target <= 2%); transients reported "
-              f"{f['transient reported']}/{f['transient']}, seasonal peaks reported "
-              f"{f['seasonal_peak reported']}/{f['seasonal_peak']} (target <= 1%)")
+        print(
+            f"  filters: true steps >= 1.5x removed by went_away/seasonality/cost_shift "
+            f"{f['steps removed']}/{f['steps']} (target <= 2%); transients reported "
+            f"{f['transient reported']}/{f['transient']}, seasonal peaks reported "
+            f"{f['seasonal_peak reported']}/{f['seasonal_peak']} (target <= 1%)"
+        )
         missed = ", ".join(f"{why} {c}" for why, c in t.missed.most_common()) or "none"
         print(f"  true regressions >= 1.5x missed: {missed}")
-        print(f"  seconds per fleet: {np.mean(t.seconds):.1f} "
-              f"({', '.join(f'{s:.1f}' for s in t.seconds)})")
+        print(
+            f"  seconds per fleet: {np.mean(t.seconds):.1f} "
+            f"({', '.join(f'{s:.1f}' for s in t.seconds)})"
+        )
     for name in peers:
         print(f"{name}: {np.mean(tallies[name].seconds):.3f} s per series")
 
@@ -745,18 +803,30 @@ def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", action="store_true", help="the 100,000-series speed run")
-    parser.add_argument("--series", type=int, default=None,
-                        help="series per fleet (default 3,000; --scale: 100,000)")
+    parser.add_argument(
+        "--series",
+        type=int,
+        default=None,
+        help="series per fleet (default 3,000; --scale: 100,000)",
+    )
     parser.add_argument("--points", type=int, default=1500)
     parser.add_argument("--fleets", type=int, default=3)
     parser.add_argument("--seeds", type=int, nargs="+", default=None)
     parser.add_argument("--seed", type=int, default=1, help="--scale only")
-    parser.add_argument("--peer-series", type=int, default=None,
-                        help="series per fleet the peers run on (default 400; --scale: 300)")
+    parser.add_argument(
+        "--peer-series",
+        type=int,
+        default=None,
+        help="series per fleet the peers run on (default 400; --scale: 300)",
+    )
     parser.add_argument("--no-otava", action="store_true")
     parser.add_argument("--no-kdd18", action="store_true")
-    parser.add_argument("--keep", type=Path, default=None,
-                        help="keep each fleet's series.csv, regbot.yml and out.json under this folder")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep each fleet's series.csv, regbot.yml and out.json under this folder",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     if args.scale:

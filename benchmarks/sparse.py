@@ -91,9 +91,20 @@ def run_job(
     for k in range(first, len(clock), every):
         out = workdir / "run.json"
         done = subprocess.run(
-            [str(regbot), "detect", str(csv_path), "-c", str(workdir / "regbot.yml"),
-             "--now", str(int(clock[k])), "-o", str(out)],
-            capture_output=True, text=True, cwd=workdir,
+            [
+                str(regbot),
+                "detect",
+                str(csv_path),
+                "-c",
+                str(workdir / "regbot.yml"),
+                "--now",
+                str(int(clock[k])),
+                "-o",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=workdir,
         )
         if done.returncode != 0:
             raise SystemExit(f"regbot detect failed at build {k}:\n{done.stderr}")
@@ -103,9 +114,7 @@ def run_job(
     return seen, runs
 
 
-def score(
-    series: list[BuildSeries], labels: list[Label], reports: list[dict]
-) -> dict[str, float]:
+def score(series: list[BuildSeries], labels: list[Label], reports: list[dict]) -> dict[str, float]:
     """Recall, false alarms per 1,000 points, repeats and F1 (detector and zero)."""
     by_series = {s.id: s for s in series}
     labels_of: dict[str, list[Label]] = {s.id: [] for s in series}
@@ -124,8 +133,11 @@ def score(
         hits = [0] * len(own)
         for index in indices_of[sid]:
             match = next(
-                (i for i, lab in enumerate(own)
-                 if lab.index - MARGIN <= index <= lab.end_index + MARGIN),
+                (
+                    i
+                    for i, lab in enumerate(own)
+                    if lab.index - MARGIN <= index <= lab.end_index + MARGIN
+                ),
                 None,
             )
             if match is not None:
@@ -190,7 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     result = score(series, labels, list(seen.values()))
     result.update(
-        series=len(series), points=points, rows=rows, runs=runs, seconds=seconds,
+        series=len(series),
+        points=points,
+        rows=rows,
+        runs=runs,
+        seconds=seconds,
         windows=args.windows,
         false_alarms_per_1000_points=1000.0 * result["false_alarms"] / points,
     )

@@ -7,14 +7,13 @@ Design: docs/design/change_test.md
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import warnings
-
+from scipy.ndimage import median_filter
 from scipy.stats import brunnermunzel, mannwhitneyu, norm
 from scipy.stats import t as student_t
-from scipy.ndimage import median_filter
 
 from regbot.detection.noise_shape import MAD_NORMAL, SMOOTH_POINTS, noise_shape, rolling_levels
 
@@ -72,8 +71,11 @@ def change_test(
     p = rank_p
     if stretches is not None and len(stretches) >= MIN_STRETCHES:
         centre, spread = float(stretches.mean()), float(stretches.std(ddof=1))
-        persistence_p = float(norm.sf((level - centre) / spread)) if spread > 0 else (
-            0.0 if level > centre else 1.0)
+        persistence_p = (
+            float(norm.sf((level - centre) / spread))
+            if spread > 0
+            else (0.0 if level > centre else 1.0)
+        )
         p = max(p, persistence_p)
         numbers.update(
             history_stretches=len(stretches),

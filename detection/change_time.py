@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import gammaln
 
 RSS_FLOOR = 1e-4
@@ -66,7 +67,8 @@ def mass_between(
     at = np.arange(rows)
     upper = np.clip(np.asarray(end) - offset, 0, width)
     lower = np.clip(np.asarray(start) - offset, 0, width)
-    return cumulative[at, upper] - cumulative[at, lower]
+    mass: npt.NDArray[np.float64] = cumulative[at, upper] - cumulative[at, lower]
+    return mass
 
 
 def density_interval(
@@ -136,7 +138,10 @@ def _side_term(count: np.ndarray, rss: np.ndarray) -> np.ndarray:
     """One side's log marginal likelihood with its own mean and scale integrated out (flat and
     Jeffreys' priors): ``−½·log m + log Γ((m − 1)/2) − (m − 1)/2 · log(RSS/2)``."""
     dof = np.maximum(count - 1, 1)
-    return -0.5 * np.log(count) + gammaln(dof / 2) - 0.5 * dof * np.log(rss / 2)
+    term: npt.NDArray[np.float64] = (
+        -0.5 * np.log(count) + gammaln(dof / 2) - 0.5 * dof * np.log(rss / 2)
+    )
+    return term
 
 
 def credible_span(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 from scipy.stats import chi2
 
 from regbot.detection.change_time import change_posterior, density_interval, mass_between
@@ -167,7 +168,8 @@ def _split(
 
     def lowest_cusum(level: np.ndarray) -> np.ndarray:
         score = before - count * level[:, None]
-        return first + np.where(allowed, score, np.inf).argmin(axis=1)
+        lowest: npt.NDArray[np.intp] = first + np.where(allowed, score, np.inf).argmin(axis=1)
+        return lowest
 
     def means(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         kk = np.clip(k - seg_lo, 1, np.maximum(n_seg - 1, 1))
@@ -252,9 +254,10 @@ def _window_chunk(
     seg_lo, seg_hi = np.zeros(m, np.int64), lengths.copy()
 
     def can_hold(rows: np.ndarray) -> np.ndarray:  # a split in the window fits the segment
-        return np.maximum(window_start[rows], seg_lo[rows] + side) < np.minimum(
-            window_end[rows], seg_hi[rows] - side + 1
-        )
+        fits: npt.NDArray[np.bool_] = np.maximum(
+            window_start[rows], seg_lo[rows] + side
+        ) < np.minimum(window_end[rows], seg_hi[rows] - side + 1)
+        return fits
 
     # older changes: cut the segment where the history before the window holds a change of its
     # own, significant even after a Bonferroni correction for the positions searched

@@ -12,12 +12,13 @@ Design: docs/design/cost_domains.md
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from regbot.detection.dedup_context import DedupContext, subroutine_of_series
 from regbot.detection.model import Candidate
@@ -143,7 +144,7 @@ class DomainIndex:
             info = parse_frame(sub)
             qualifier = class_qualifier(info.function)
             if qualifier is not None:
-                members = self._class_index().get((qualifier, info.file), ())
+                members: Sequence[str] = self._class_index().get((qualifier, info.file), ())
                 name = f"{qualifier} ({info.file})" if info.file else qualifier
                 found.append(CostDomain("class", name, _with(sid, members)))
             for commit in self.sub_commits.get(sub, ()):
@@ -157,10 +158,10 @@ class DomainIndex:
             members = self._prefixed("metadata", family, prefix)
             found.append(CostDomain("metadata", prefix, _with(sid, members)))
         if family == "endpoint:" or cand.kind == "endpoint":
-            prefix = _endpoint_prefix(key)
-            if prefix is not None:
-                members = self._prefixed("endpoint", family, prefix)
-                found.append(CostDomain("endpoint", prefix, _with(sid, members)))
+            endpoint = _endpoint_prefix(key)
+            if endpoint is not None:
+                members = self._prefixed("endpoint", family, endpoint)
+                found.append(CostDomain("endpoint", endpoint, _with(sid, members)))
         for i, (name, pattern) in enumerate(self.patterns):
             match = pattern.search(key)
             if match is not None:
@@ -227,7 +228,8 @@ class DomainIndex:
 
     def _custom_index(self, i: int, family: str) -> dict[object, list[str]]:
         if (i, family) not in self.custom:
-            pattern, index = self.patterns[i][1], {}
+            pattern = self.patterns[i][1]
+            index: dict[object, list[str]] = {}
             for sid in self.families.get(family, []):
                 match = pattern.search(_family(sid)[1])
                 if match is not None:
@@ -298,20 +300,22 @@ class DomainIndex:
                 lo = int(np.searchsorted(times, cand.times_s[0]))
                 n = len(cand.times_s)
                 before = (cums[:, lo + c] - cums[:, lo]) / c
-                return (cums[:, lo + n] - cums[:, lo + c]) / (n - c) - before
+                changes: npt.NDArray[np.float64] = (cums[:, lo + n] - cums[:, lo + c]) / (
+                    n - c
+                ) - before
+                return changes
         on = [self.member_on(m, cand, positions) for m in members]
         return np.array([_change(values, positions, c) for values in on])
 
-    def member_on(
-        self, member: str, cand: Candidate, positions: np.ndarray | None
-    ) -> np.ndarray:
+    def member_on(self, member: str, cand: Candidate, positions: np.ndarray | None) -> np.ndarray:
         """One member's values on the domain's shared points (which its own points include)."""
         own, values = self.on_axis((member,), cand)
         if positions is None:
             return values
-        if own is None:
-            return values[positions]
-        return values[np.searchsorted(own, positions)]
+        shared: npt.NDArray[np.float64] = values[
+            positions if own is None else np.searchsorted(own, positions)
+        ]
+        return shared
 
     def _matrix(self, members: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray] | None:
         """(times, cumulative sums with a leading 0 column) of the members on one shared time

@@ -27,10 +27,11 @@ from regbot.detection.dedup_context import DedupContext, subroutine_of_series
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.shift_timing import same_time
 from regbot.detection.stage_settings import CostShiftSettings
+from regbot.detection.stages import Stage
 
 __all__ = ["cost_shift_verdict", "cost_shift_verdicts"]
 
-STAGE = "cost_shift"
+STAGE = Stage.COST_SHIFT
 Span = tuple[float, float] | None
 CHUNK = 1024  # candidates whose rows are held at once
 
@@ -160,7 +161,8 @@ class _Judge:
                 continue
             positions, _ = self.index.on_axis(row.domain.cost_series, cand)
             split = cand.change_index if positions is None else _split(positions, cand)
-            moved = sum(self.index.member_on(m, cand, positions) for m in fallen)
+            parts = [self.index.member_on(m, cand, positions) for m in fallen]
+            moved = sum(parts, np.zeros_like(parts[0]))  # as sum()'s 0 start: 0 + -0.0 is 0.0
             x = cand.values if positions is None else cand.values[positions]
             total = x + moved
             sub = _Row(row.domain, "fallen", fallen)

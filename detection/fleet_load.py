@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 
-from regbot.detection.series_batch import SeriesBatch
-from regbot.detection.stage_settings import FleetLoadSettings
 from regbot.detection.noise_shape import MAD_NORMAL
 from regbot.detection.presets import DAY_S
+from regbot.detection.series_batch import SeriesBatch
+from regbot.detection.stage_settings import FleetLoadSettings
 
 __all__ = ["LoadRemoval", "remove_fleet_load"]
 
@@ -50,7 +51,8 @@ class LoadRemoval:
         """The part removed from row ``row`` (T,), or None when nothing was."""
         if self.factor is None or self.amplitude[row] == 0:
             return None
-        return self.amplitude[row] * self.factor
+        part: npt.NDArray[np.float64] = self.amplitude[row] * self.factor
+        return part
 
 
 def remove_fleet_load(
@@ -72,7 +74,9 @@ def remove_fleet_load(
     usable = np.flatnonzero(scale > 0)
     if len(usable) < settings.min_series:
         return batch, LoadRemoval.none(n)
-    sample = usable[np.linspace(0, len(usable) - 1, min(len(usable), settings.max_rows)).astype(int)]
+    sample = usable[
+        np.linspace(0, len(usable) - 1, min(len(usable), settings.max_rows)).astype(int)
+    ]
     factor = _estimate_factor(
         _standardise(batch.values[sample], centre[sample], scale[sample]),
         times[:history],
@@ -162,7 +166,8 @@ def _robust_centre_scale(history: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _standardise(values: np.ndarray, centre: np.ndarray, scale: np.ndarray) -> np.ndarray:
     z = (values - centre[:, None]) / scale[:, None]
-    return np.clip(z, -CLIP_Z, CLIP_Z, out=z)
+    clipped: npt.NDArray[np.float64] = np.clip(z, -CLIP_Z, CLIP_Z, out=z)
+    return clipped
 
 
 def _estimate_factor(
@@ -186,7 +191,9 @@ def _estimate_factor(
         )
         b, noise_var = fit.b, fit.noise_var
         weight = b / noise_var  # per row: b_i / σ_i²
-        resid = (zc_all - np.outer(b, factor - factor[:history].mean())) / np.sqrt(noise_var)[:, None]
+        resid = (zc_all - np.outer(b, factor - factor[:history].mean())) / np.sqrt(noise_var)[
+            :, None
+        ]
         u = np.minimum(1.0, settings.huber_k / np.maximum(np.abs(resid), 1e-12))
         num = (u * weight[:, None] * zc_all).sum(axis=0)
         den = (u * (weight * b)[:, None]).sum(axis=0)

@@ -10,17 +10,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 from scipy.ndimage import median_filter, uniform_filter1d
 from scipy.stats import chi2, norm
 from scipy.stats import t as student_t
 
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.presets import Threshold
-from regbot.detection.series_batch import WindowBounds
-from regbot.detection.stage_settings import LongTermSettings, SeasonalitySettings
 from regbot.detection.ratios import relative_change
 from regbot.detection.season_adjust import subtract_phase_profile
 from regbot.detection.seasonality import choose_period, decompose
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import LongTermSettings, SeasonalitySettings
+from regbot.detection.stages import Stage
 
 __all__ = [
     "ROLLING_SHARE",
@@ -32,7 +34,7 @@ __all__ = [
 ]
 
 MAD_NORMAL = 1.4826
-STAGE = "long_term"
+STAGE = Stage.LONG_TERM
 ROLLING_SHARE = 0.05
 MIN_BLOCKS = 5
 SCREEN_MARGIN = 0.5
@@ -87,13 +89,15 @@ def ramp_start(times_s: np.ndarray, trend: np.ndarray) -> int:
 def _rolling_median(values: np.ndarray) -> np.ndarray:
     size = max(3, int(round(ROLLING_SHARE * len(values))))
     size += 1 - size % 2
-    return median_filter(values, size=size, mode="nearest")
+    filtered: npt.NDArray[np.float64] = median_filter(values, size=size, mode="nearest")
+    return filtered
 
 
 def _rolling_mean(values: np.ndarray) -> np.ndarray:
     size = max(3, int(round(ROLLING_SHARE * len(values))))
     size += 1 - size % 2
-    return uniform_filter1d(values, size=size, mode="nearest")
+    smoothed: npt.NDArray[np.float64] = uniform_filter1d(values, size=size, mode="nearest")
+    return smoothed
 
 
 def _edge_mean(x: np.ndarray, lo: int, hi: int, share: float, end: bool) -> float | None:
@@ -376,4 +380,5 @@ def screen_long_term(
         limit = np.full(len(values), SCREEN_MARGIN * threshold.value)
     with np.errstate(invalid="ignore"):
         passed = delta > limit
-    return passed & analysis.any(axis=1)
+    screened: npt.NDArray[np.bool_] = passed & analysis.any(axis=1)
+    return screened

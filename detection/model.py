@@ -26,26 +26,34 @@ from regbot.report.plain import JSONValue, json_plain
 __all__ = ["Candidate", "Verdict"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Verdict:
     """One stage's decision on one candidate, with the numbers it compared.
 
     ``numbers`` are made JSON-plain here, once for every stage (``regbot.report.plain``:
     numpy scalars and arrays as JSON values, NaN and infinities as None), and shown as they are
-    by the report and by ``regbot explain``.
+    by the report and by ``regbot explain``. The constructor therefore takes any numbers
+    ``json_plain`` reads (and a stage's name as text, or a numpy bool for ``passed``) and the
+    fields hold their plain forms.
     """
 
     stage: Stage
     passed: bool
     reason: str
-    numbers: Mapping[str, JSONValue] = field(default_factory=dict)
+    numbers: Mapping[str, JSONValue]
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "stage", Stage(self.stage))
-        object.__setattr__(self, "passed", bool(self.passed))
-        object.__setattr__(
-            self, "numbers", {str(k): json_plain(v) for k, v in self.numbers.items()}
-        )
+    def __init__(
+        self,
+        stage: Stage | str,
+        passed: bool | np.bool_,
+        reason: str,
+        numbers: Mapping[str, object] | None = None,
+    ) -> None:
+        object.__setattr__(self, "stage", Stage(stage))
+        object.__setattr__(self, "passed", bool(passed))
+        object.__setattr__(self, "reason", reason)
+        plain = {str(k): json_plain(v) for k, v in (numbers or {}).items()}
+        object.__setattr__(self, "numbers", plain)
 
 
 @dataclass(frozen=True, slots=True)

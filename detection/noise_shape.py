@@ -40,7 +40,9 @@ class NoiseShape:
         }
 
 
-def noise_shape(values: np.ndarray, *, low: float = LOW_RATIO, high: float = HIGH_RATIO) -> NoiseShape:
+def noise_shape(
+    values: np.ndarray, *, low: float = LOW_RATIO, high: float = HIGH_RATIO
+) -> NoiseShape:
     """The noise shape of ``values`` (a history, ascending time) — see docs/design/noise_shape.md."""
     v = np.asarray(values, dtype=np.float64)
     if v.size < MIN_POINTS:

@@ -16,26 +16,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from regbot.detection.changepoint import CHUNK_ROWS, detect_window_changes
 from regbot.detection.change_test import ChangeTest, change_test
+from regbot.detection.changepoint import CHUNK_ROWS, detect_window_changes
 from regbot.detection.discoveries import discovery_cut
 from regbot.detection.fleet_load import LoadRemoval, remove_fleet_load
 from regbot.detection.long_term import detect_long_term, screen_long_term
 from regbot.detection.model import Candidate, Verdict
-from regbot.detection.series_batch import SeriesBatch, WindowBounds
-from regbot.detection.stage_settings import DetectionSettings
 from regbot.detection.season_adjust import adjust_for_season
+from regbot.detection.series_batch import SeriesBatch, WindowBounds
 from regbot.detection.short_term_filters import judge_candidates
+from regbot.detection.stage_settings import DetectionSettings
+from regbot.detection.stages import Stage
 from regbot.detection.window_plan import (
     WindowUse,
     enough_data_verdict,
     plan_windows,
     window_search_ranges,
 )
-from regbot.detection.stages import Stage
 from regbot.profiles.model import Series
 from regbot.report.model import Funnel
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,17 +68,20 @@ def find_change_candidates(
     chunks = [(batch.rows(f, f + CHUNK_ROWS), load.rows(f, f + CHUNK_ROWS)) for f in firsts]
     workers = min(len(chunks), settings.workers or os.cpu_count() or 1)
     if workers <= 1:
-        found = [_chunk_candidates(*chunk, windows, settings) for chunk in chunks]
+        found = [_chunk_candidates(rows, part, windows, settings) for rows, part in chunks]
     else:  # numpy releases the GIL in the array work, so chunks run side by side in threads
         with ThreadPoolExecutor(workers) as pool:
             found = list(
-                pool.map(lambda chunk: _chunk_candidates(*chunk, windows, settings), chunks)
+                pool.map(lambda c: _chunk_candidates(c[0], c[1], windows, settings), chunks)
             )
     return [candidate for part in found for candidate in part]
 
 
 def keep_discoveries(
-    candidates: list[Candidate], tests: int, settings: DetectionSettings, stage: str = "change_point"
+    candidates: list[Candidate],
+    tests: int,
+    settings: DetectionSettings,
+    stage: Stage = Stage.CHANGE_POINT,
 ) -> list[Candidate]:
     """The candidates that are discoveries among the run's ``tests`` series
     (``discoveries.py``; all of them with ``multiple_testing: none``); each keeps the cut in its
@@ -106,7 +108,10 @@ def change_point_verdict(
     (``fleet_load.py``), the loading, its R² and the load's step across the change (removed
     part, mean after minus mean before, oriented units)."""
     numbers: dict[str, object] = {
-        "test": test.test, "p_value": test.p_value, "alpha": alpha, **test.numbers
+        "test": test.test,
+        "p_value": test.p_value,
+        "alpha": alpha,
+        **test.numbers,
     }
     name = "likelihood-ratio" if test.test == "likelihood_ratio" else "rank (noise not normal)"
     reason = f"{name} test p = {test.p_value:.3g} < {alpha}"
@@ -118,7 +123,7 @@ def change_point_verdict(
             load_step=float(part[k:].mean() - part[:k].mean()),
         )
         reason += " after removing the fleet load"
-    return Verdict("change_point", True, reason, numbers)
+    return Verdict(Stage.CHANGE_POINT, True, reason, numbers)
 
 
 def _chunk_candidates(
@@ -242,10 +247,12 @@ def _detect_parts(
 
     exclude = {c.series_id for c in candidates}
     found = [
-        c for batch, bounds in parts for c in detect_long_term_batch(batch, bounds, settings, exclude)
+        c
+        for batch, bounds in parts
+        for c in detect_long_term_batch(batch, bounds, settings, exclude)
     ]
     long_term = []
-    for candidate in keep_discoveries(found, tests, settings, "long_term"):
+    for candidate in keep_discoveries(found, tests, settings, Stage.LONG_TERM):
         verdict = enough_data_verdict(candidate, settings.workload.windows)
         if verdict.passed:
             long_term.append(candidate)

@@ -115,9 +115,7 @@ def funnel_of(result: DetectionResult, dedup: DedupResult | None) -> Funnel:
     return funnel
 
 
-def build_report(
-    result: DetectionResult, version: str, dedup: DedupResult | None = None
-) -> Report:
+def build_report(result: DetectionResult, version: str, dedup: DedupResult | None = None) -> Report:
     """SPEC §4. Only representatives are listed (one per dedup group touched in this run); the
     candidates a filter or a dedup stage removed go in the extra ``filtered`` list with the
     verdicts that removed them (for ``regbot explain``)."""

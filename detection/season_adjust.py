@@ -20,6 +20,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import numpy.typing as npt
 from scipy.stats import norm
 
 from regbot.detection.series_batch import SeriesBatch, WindowBounds
@@ -43,7 +44,7 @@ def subtract_phase_profile(
     sums = np.bincount(index, weights=values[historical], minlength=rows * buckets)
     counts = np.bincount(index, minlength=rows * buckets)
     sums, counts = sums.reshape(rows, buckets), counts.reshape(rows, buckets)
-    covered = (counts >= 2).all(axis=1)
+    covered: npt.NDArray[np.bool_] = np.all(counts >= 2, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         profile = sums / counts
     profile = np.where(covered[:, None], profile - profile.mean(axis=1, keepdims=True), 0.0)

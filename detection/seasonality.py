@@ -11,12 +11,14 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from statsmodels.tsa.seasonal import STL
 from statsmodels.tsa.stattools import acf
 
 from regbot.detection.model import Candidate, Verdict
-from regbot.detection.stage_settings import SeasonalitySettings
 from regbot.detection.noise_shape import Statistic, level_of, noise_shape
+from regbot.detection.stage_settings import SeasonalitySettings
+from regbot.detection.stages import Stage
 
 __all__ = [
     "MIN_PERIOD_POINTS",
@@ -26,7 +28,7 @@ __all__ = [
     "seasonality_verdict",
 ]
 
-STAGE = "seasonality"
+STAGE = Stage.SEASONALITY
 MAD_NORMAL = 1.4826
 MIN_PERIOD_POINTS = 4
 MAX_GRID_FACTOR = 4
@@ -46,7 +48,8 @@ def _regular_grid(times_s: np.ndarray, spacing_s: float) -> np.ndarray | None:
     count = int(math.floor((times_s[-1] - times_s[0]) / spacing_s + 1e-9)) + 1
     if count > MAX_GRID_FACTOR * len(times_s):
         return None
-    return times_s[0] + spacing_s * np.arange(count)
+    grid: npt.NDArray[np.float64] = times_s[0] + spacing_s * np.arange(count)
+    return grid
 
 
 def _float_or_none(x: float) -> float | None:
@@ -138,7 +141,7 @@ class Decomposition:
         """The seasonal component at ``times_s``; after the grid's end, the last fitted cycle
         repeats (periodic linear interpolation)."""
         times_s = np.asarray(times_s, dtype=np.float64)
-        out = np.interp(times_s, self.grid_s, self.seasonal)
+        out: npt.NDArray[np.float64] = np.interp(times_s, self.grid_s, self.seasonal)
         later = times_s > self.grid_s[-1]
         if later.any():
             spacing = float(self.grid_s[1] - self.grid_s[0])
@@ -153,7 +156,10 @@ class Decomposition:
 
     def trend_at(self, times_s: np.ndarray) -> np.ndarray:
         """The trend at ``times_s`` (held at the end values outside the grid)."""
-        return np.interp(np.asarray(times_s, dtype=np.float64), self.grid_s, self.trend)
+        trend: npt.NDArray[np.float64] = np.interp(
+            np.asarray(times_s, dtype=np.float64), self.grid_s, self.trend
+        )
+        return trend
 
 
 def decompose(times_s: np.ndarray, values: np.ndarray, period_points: int) -> Decomposition:
@@ -196,9 +202,10 @@ def residual_scale(residual: np.ndarray) -> tuple[float, float, float]:
     σ is the standard deviation of the residuals winsorised at ``WINSOR_SIGMAS`` (4) × 1.4826 ×
     MAD around their median: heavy tails and outliers do not inflate it, as they inflate a plain
     standard deviation, while the spread STL leaves in its residual (which is not normal: its
-    MAD alone understates it by ~30%) still counts. Residuals that wander together (a fleet-wide load term the STL trend does not
-    follow) make a level difference noisier than σ/√n: the standard error is multiplied by
-    √((1 + ρ)/(1 − ρ)), the AR(1) effective-sample-size factor, ρ clipped to [0, 0.9]."""
+    MAD alone understates it by ~30%) still counts. Residuals that wander together (a fleet-wide
+    load term the STL trend does not follow) make a level difference noisier than σ/√n: the
+    standard error is multiplied by √((1 + ρ)/(1 − ρ)), the AR(1) effective-sample-size factor,
+    ρ clipped to [0, 0.9]."""
     r = np.asarray(residual, dtype=np.float64)
     if r.size < 3:
         return 0.0, 0.0, 1.0
@@ -239,9 +246,7 @@ def _z_score(
     )
     if scale > 0:
         efficiency = 1.0 if statistic == "mean" else MEDIAN_EFFICIENCY
-        return difference / (
-            scale * efficiency * math.sqrt(1 / n_after + 1 / max(n_before, 1))
-        )
+        return difference / (scale * efficiency * math.sqrt(1 / n_after + 1 / max(n_before, 1)))
     return 0.0 if difference == 0 else math.copysign(math.inf, difference)
 
 

@@ -16,10 +16,11 @@ from scipy.stats import norm
 
 from regbot.detection.dedup_context import DedupContext, subroutine_of_series
 from regbot.detection.model import Candidate, Verdict
+from regbot.detection.stages import Stage
 
 __all__ = ["Inflation", "ShareInflationSettings", "common_ratio", "share_inflation_verdicts"]
 
-STAGE = "share_inflation"
+STAGE = Stage.SHARE_INFLATION
 FALLS_NAMED = 3
 MIN_BLOCKS = 4  # history blocks needed to measure the common level's own wander
 BIWEIGHT_C = 4.685  # Tukey's biweight constant (95% efficiency at the normal)
@@ -42,8 +43,9 @@ class ShareInflationSettings:
 class Inflation:
     """The common ratio of the run's gCPU shares at one split: ``ratio`` (after / before),
     the standard error of its log across series, how much the common level wanders on its own
-    over such a span (log units; None: too little history), the series it came from, whether it is significantly above 1,
-    and the largest falls over the split (series id, oriented change)."""
+    over such a span (log units; None: too little history), the series it came from, whether it
+    is significantly above 1, and the largest falls over the split (series id, oriented
+    change)."""
 
     ratio: float
     log_se: float
@@ -145,12 +147,13 @@ def _unmoved_level(
     logs: np.ndarray, ses: np.ndarray, iterations: int = 30
 ) -> tuple[float, float, np.ndarray]:
     """The log ratio shared by the series the deploy did not move, its standard error and which
-    series share it (within 3 of their errors): Tukey's biweight M-estimate started at the half-sample mode, each
-    series standardised by its own error (a redescending weight: a series further than
-    ``BIWEIGHT_C`` errors from the level has no say, so the moved series cannot pull the level
-    towards them however many they are), started where the series pile up (``_densest``). The error is the weighted mean's, widened by the
-    members' overdispersion when they scatter more than their own errors say (a fleet-wide load
-    moves no two shares exactly alike)."""
+    series share it (within 3 of their errors): Tukey's biweight M-estimate started at the
+    half-sample mode, each series standardised by its own error (a redescending weight: a series
+    further than ``BIWEIGHT_C`` errors from the level has no say, so the moved series cannot pull
+    the level towards them however many they are), started where the series pile up
+    (``_densest``). The error is the weighted mean's, widened by the members' overdispersion when
+    they scatter more than their own errors say (a fleet-wide load moves no two shares exactly
+    alike)."""
     centre = _densest(logs, ses)
     precision = 1.0 / (ses * ses)
     weights = np.zeros(logs.size)
@@ -185,8 +188,8 @@ def _wander(
     after, before = hi - mid, mid - lo
     if after < 1 or before < MIN_BLOCKS * after:
         return None
-    sums = np.diff(axis.sums[rows, lo:mid + 1], axis=1)
-    present = np.diff(axis.counts[rows, lo:mid + 1], axis=1) > 0
+    sums = np.diff(axis.sums[rows, lo : mid + 1], axis=1)
+    present = np.diff(axis.counts[rows, lo : mid + 1], axis=1) > 0
     base = sums.sum(axis=1) / np.maximum(present.sum(axis=1), 1)
     relative = np.where(present, sums / base[:, None], np.nan)
     with np.errstate(invalid="ignore"), np.errstate(divide="ignore"):
@@ -212,7 +215,11 @@ def common_ratio(
     key = ("share_inflation", float(start_s), float(change_s), float(end_s), settings)
     if key in context.memo:
         return context.memo[key]  # type: ignore[return-value]
-    logs, ses, deltas, names, where = [], [], [], [], []
+    logs: list[np.ndarray] = []
+    ses: list[np.ndarray] = []
+    deltas: list[np.ndarray] = []
+    names: list[str] = []
+    where: list[tuple[int, int]] = []  # (axis, row) of each series in ``names``
     axes = _axes(context, settings)
     for k, axis in enumerate(axes):
         n_b, b, var_b = axis.moments(start_s, change_s, closed=False)
@@ -234,8 +241,8 @@ def common_ratio(
         centre, log_se, members = _unmoved_level(log_all, se_all)
         if members.sum() >= settings.min_series:
             on_axis: dict[int, list[int]] = {}
-            for k in np.flatnonzero(members):
-                axis_k, row = where[int(k)]
+            for member in np.flatnonzero(members).tolist():
+                axis_k, row = where[member]
                 on_axis.setdefault(axis_k, []).append(row)
             home = max(on_axis, key=lambda k: len(on_axis[k]))
             rows = np.array(on_axis[home])
@@ -244,9 +251,7 @@ def common_ratio(
             inflating = bool(centre > 0 and centre > norm.isf(settings.alpha) * total_se)
             delta_all = np.concatenate(deltas)
             order = np.argsort(delta_all)[:FALLS_NAMED]
-            falls = tuple(
-                (names[int(k)], float(delta_all[k])) for k in order if delta_all[k] < 0
-            )
+            falls = tuple((names[int(k)], float(delta_all[k])) for k in order if delta_all[k] < 0)
             found = Inflation(
                 math.exp(centre), log_se, wander, int(members.sum()), inflating, falls
             )
@@ -303,9 +308,11 @@ def _judge(
     left = a - r * b
     se = math.sqrt(var_a / n_a + r * r * var_b / n_b + (r * b * inflation.log_se) ** 2)
     z_left = left / se if se > 0 else (math.inf if left > 0 else -math.inf)
-    threshold = candidate.verdicts.get("threshold")
+    threshold = candidate.verdicts.get(Stage.THRESHOLD)
     mode = threshold.numbers.get("mode") if threshold is not None else None
-    value = float(threshold.numbers.get("threshold", 0.0)) if threshold is not None else 0.0
+    limit = threshold.numbers.get("threshold", 0.0) if threshold is not None else 0.0
+    assert isinstance(limit, int | float)  # the threshold stage writes its threshold as a number
+    value = float(limit)
     measured = left / abs(b) if mode == "relative" and b != 0 else left
     significant = z_left >= norm.isf(settings.alpha)
     above = measured >= value if mode is not None else True

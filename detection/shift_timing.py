@@ -14,9 +14,9 @@ the domain, oriented: what fell as ``S`` rose) could have changed when ``S`` did
 same span of ``S`` (``change_time.credible_span``: one noise scale, flat prior over the
 analysis window and one window's length on each side — the change-point search's margin —
 fitted to the data within ``LOCAL_WINDOWS`` window lengths of the window, so that structure far
-away in the history does not make the span falsely sure). A rest that is noisy, or changed little, has a wide span and is not
-excluded; only a rest that clearly changed at another moment is. Default ``same_time_mass``
-0.99: a true shift's rest is refused about 1% of the time or less.
+away in the history does not make the span falsely sure). A rest that is noisy, or changed
+little, has a wide span and is not excluded; only a rest that clearly changed at another moment
+is. Default ``same_time_mass`` 0.99: a true shift's rest is refused about 1% of the time or less.
 """
 
 from __future__ import annotations

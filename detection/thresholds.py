@@ -5,6 +5,7 @@ from __future__ import annotations
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.presets import Threshold
 from regbot.detection.ratios import relative_change
+from regbot.detection.stages import Stage
 
 
 def threshold_verdict(candidate: Candidate, threshold: Threshold) -> Verdict:
@@ -19,7 +20,7 @@ def threshold_verdict(candidate: Candidate, threshold: Threshold) -> Verdict:
     measured = delta if threshold.mode == "absolute" else relative
     passed = measured >= threshold.value
     return Verdict(
-        "threshold",
+        Stage.THRESHOLD,
         passed,
         f"{threshold.mode} change {measured:.6g} {'>=' if passed else '<'} threshold {threshold.value:.6g}",
         {

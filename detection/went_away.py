@@ -18,6 +18,7 @@ import numpy as np
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.noise_shape import level_of, noise_shape, rolling_levels
 from regbot.detection.stage_settings import WentAwaySettings
+from regbot.detection.stages import Stage
 from regbot.detection.went_away_levels import (
     MAD_NORMAL,
     deseasonalise,
@@ -29,7 +30,7 @@ from regbot.detection.went_away_trend import sax_letters, valid_letters, window_
 
 __all__ = ["went_away_verdict"]
 
-STAGE = "went_away"
+STAGE = Stage.WENT_AWAY
 MIN_POINTS_EACH_SIDE = 3
 MAD_FLOOR_SHARE = 1e-9  # MAD floor = 1e-9 × the largest |value| (constant pre-change series)
 
@@ -189,9 +190,7 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     # level is back within the noise of the baseline.
     # A drop needs a third of the post-change points after it (at least gone_away_points): a
     # few low points at the very end are chance, and a transient is over well before that.
-    drop = find_drop(
-        post, max(1, min(n_post // 2, max(settings.gone_away_points, n_post // 3)))
-    )
+    drop = find_drop(post, max(1, min(n_post // 2, max(settings.gone_away_points, n_post // 3))))
     after_drop = post[drop.index :] if drop.index > 0 else post
     k = after_drop.size
     last_level = level_of(after_drop, statistic)

@@ -97,16 +97,16 @@ def deseasonalise(
     period, period_numbers = choose_period(
         times_s[:change_index], values[:change_index], settings.periods_s, settings.acf_alpha
     )
-    if period is None or period_numbers["period_s"] is None:
+    period_s = period_numbers["period_s"]
+    if period is None or not isinstance(period_s, float):  # a chosen period has its period_s
         return values, {"deseasonalised": False}
-    period_s = float(period_numbers["period_s"])
     buckets = int(min(period, 48))
     phase = np.mod(times_s - times_s[0], period_s) / period_s
     bucket = np.minimum((phase * buckets).astype(np.int64), buckets - 1)
     counts = np.bincount(bucket[:change_index], minlength=buckets)
     if (counts < 2).any():
         return values, {"deseasonalised": False}
-    profile = np.bincount(bucket[:change_index], weights=values[:change_index], minlength=buckets)
-    profile = profile / counts
+    sums = np.bincount(bucket[:change_index], weights=values[:change_index], minlength=buckets)
+    profile = sums / counts
     profile -= profile.mean()
     return values - profile[bucket], {"deseasonalised": True, "season_period_s": period_s}

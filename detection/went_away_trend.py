@@ -15,7 +15,14 @@ from scipy import stats
 
 from regbot.detection.noise_shape import Statistic, level_of
 
-__all__ = ["MannKendall", "WindowLine", "mann_kendall", "sax_letters", "valid_letters", "window_line"]
+__all__ = [
+    "MannKendall",
+    "WindowLine",
+    "mann_kendall",
+    "sax_letters",
+    "valid_letters",
+    "window_line",
+]
 
 THEIL_SEN_MAX_POINTS = 500
 
@@ -113,6 +120,4 @@ def window_line(
             xs, ys = x[idx], values[idx]
         res = stats.theilslopes(ys, xs)
         slope, intercept, used = float(res.slope), float(res.intercept), int(xs.size)
-    return WindowLine(
-        name, trend, slope, intercept, intercept + slope * float(x[-1]), x.size, used
-    )
+    return WindowLine(name, trend, slope, intercept, intercept + slope * float(x[-1]), x.size, used)

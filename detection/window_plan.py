@@ -25,6 +25,7 @@ import numpy as np
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.presets import Windows
 from regbot.detection.series_batch import SeriesBatch, WindowBounds
+from regbot.detection.stages import Stage
 from regbot.profiles.model import Series
 
 __all__ = [
@@ -113,11 +114,11 @@ def enough_data_verdict(candidate: Candidate, settings: Windows) -> Verdict:
     }
     if history < need.historical:
         reason = f"waiting for data: {history} points of history, {need.historical} needed"
-        return Verdict("enough_data", False, reason, numbers)
+        return Verdict(Stage.ENOUGH_DATA, False, reason, numbers)
     if after < need_after:
         reason = f"waiting for data: {after} points after the change, {need_after} needed"
-        return Verdict("enough_data", False, reason, numbers)
-    return Verdict("enough_data", True, "enough data before and after the change", numbers)
+        return Verdict(Stage.ENOUGH_DATA, False, reason, numbers)
+    return Verdict(Stage.ENOUGH_DATA, True, "enough data before and after the change", numbers)
 
 
 def window_search_ranges(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -119,7 +119,7 @@ def _without_closing_bracket(data: bytes) -> list[Any] | None:
     return events if isinstance(events, list) else None
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -145,10 +145,6 @@ def _edges_by_thread(
         if type(ts) is not int and not (type(ts) is float and math.isfinite(ts)):
             raise InputError(f"{source}: event {index}", "a finite 'ts' in microseconds", ts)
         name = event.get("name")
-        if phase != "E" and not isinstance(name, str):
-            raise InputError(
-                f"{source}: event {index}", f"a string 'name' on a {phase!r} event", name
-            )
         edges = threads.setdefault((event.get("pid"), event.get("tid")), [])
         if phase == "E":
             edges.append(
@@ -164,6 +160,10 @@ def _edges_by_thread(
                 )
             )
             continue
+        if not isinstance(name, str):
+            raise InputError(
+                f"{source}: event {index}", f"a string 'name' on a {phase!r} event", name
+            )
         args = event.get("args")
         file = args.get("filename") if isinstance(args, dict) else None
         line = args.get("line") if isinstance(args, dict) else None

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from itertools import repeat
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 
 from regbot.errors import InputError
 from regbot.profiles.model import ParseOptions, ProfileSamples
@@ -73,7 +75,9 @@ def parse_folded(
     return ProfileSamples(source, np.full(len(ids), float(at_s)), ids, weights, "samples")
 
 
-def _parse_lines_fast(lines: list[bytes], table: StackTable) -> tuple[list[int], np.ndarray]:
+def _parse_lines_fast(
+    lines: list[bytes], table: StackTable
+) -> tuple[list[int], npt.NDArray[np.float64]]:
     """The hot path, on bytes and in C-level ``map``/``zip`` loops (frames are decoded once, when a
     stack is first seen). Takes only well-formed files with integer counts; anything else raises
     ValueError and the checked path parses the file again and names the bad line."""
@@ -82,10 +86,12 @@ def _parse_lines_fast(lines: list[bytes], table: StackTable) -> tuple[list[int],
     stacks, separators, counts = zip(*map(bytes.rpartition, lines, repeat(b" ")))
     if b"" in separators:
         raise ValueError("a line without a count")
-    stack_ids = list(map(table._folded_ids.get, stacks))
-    if None in stack_ids:
+    known = list(map(table._folded_ids.get, stacks))
+    if None in known:
         intern = table.intern_folded
-        stack_ids = [intern(stack) if sid is None else sid for sid, stack in zip(stack_ids, stacks)]
+        stack_ids = [intern(stack) if sid is None else sid for sid, stack in zip(known, stacks)]
+    else:
+        stack_ids = cast(list[int], known)
     weights = np.array(list(map(int, counts)), dtype=np.float64)
     if weights.min() < 0:
         raise ValueError("a negative count")

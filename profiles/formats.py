@@ -55,7 +55,8 @@ def detect_format(path: Path, head: bytes) -> str:
 
 def reader(format_name: str) -> Parser:
     module_name, function = READERS[format_name]
-    return getattr(importlib.import_module(module_name), function)
+    parser: Parser = getattr(importlib.import_module(module_name), function)
+    return parser
 
 
 def parse_profile(

@@ -9,7 +9,8 @@
 # .proto copied to <root>/regbot/profiles/ so that its registered name and module are
 # regbot/profiles/profile.proto and regbot.profiles.profile_pb2:
 #     pip install grpcio-tools==1.63.0        # generation only, not a runtime dependency
-#     python -m grpc_tools.protoc -I <root> --python_out=<out> regbot/profiles/profile.proto
+#     python -m grpc_tools.protoc -I <root> --python_out=<out> --pyi_out=<out> \
+#         regbot/profiles/profile.proto        # --pyi_out writes profile_pb2.pyi, its type stub
 # Needs protobuf >= 5.26.1 at run time: protobuf's cross-version guarantee wants a runtime no
 # older than the gencode (5.26.1), and the `_builder` API and `_loaded_options` it uses appeared
 # in 5.26 (it was checked to import and round-trip under protobuf 5.26.0, 5.26.1, 5.29.5, 6.31.1

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from functools import cached_property
 
 import numpy as np
+import numpy.typing as npt
 from scipy import sparse
 
 from regbot.profiles.model import subroutine_of
@@ -40,11 +41,9 @@ class SampleIndex:
         )
         self.totals = np.asarray(self.counts.sum(axis=1)).ravel()
         sub_names = [subroutine_of(text) for text in self.frames]
-        self.subroutines, frame_sub = np.unique(
-            np.array(sub_names, dtype=object), return_inverse=True
-        )
-        self.subroutines = [str(s) for s in self.subroutines]
-        self.frame_subroutine = frame_sub.astype(np.int64).ravel()
+        unique_subs, frame_sub = np.unique(np.array(sub_names, dtype=object), return_inverse=True)
+        self.subroutines: list[str] = [str(s) for s in unique_subs]
+        self.frame_subroutine: npt.NDArray[np.int64] = frame_sub.astype(np.int64).ravel()
         self._sub_ids = {name: i for i, name in enumerate(self.subroutines)}
         self._frame_ids = {text: i for i, text in enumerate(self.frames)}
         self._range_cache: dict[tuple[int, int], np.ndarray] = {}
@@ -233,12 +232,15 @@ class SampleIndex:
         sums = np.bincount(pairs[1], weights=weights[pairs[0]], minlength=len(self.subroutines))
         return {self.subroutines[i]: float(sums[i]) for i in np.flatnonzero(sums)}
 
-    def _position_mask(self, name: str) -> np.ndarray:
+    def _position_mask(self, name: str) -> npt.NDArray[np.bool_]:
         sub = self._sub_ids.get(name)
+        mask: npt.NDArray[np.bool_]
         if sub is not None:
-            return self.frame_subroutine[self.stack_frames] == sub
-        frame = self._frame_ids.get(name)
-        return self.stack_frames == (frame if frame is not None else -1)
+            mask = self.frame_subroutine[self.stack_frames] == sub
+        else:
+            frame = self._frame_ids.get(name)
+            mask = self.stack_frames == (frame if frame is not None else -1)
+        return mask
 
     def ancestors(self, name: str) -> set[str]:
         """Every subroutine seen above ``name`` on a stack that contains it (any depth), itself

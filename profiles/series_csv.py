@@ -10,6 +10,7 @@ Design: docs/design/profiles_series_files.md
 from __future__ import annotations
 
 import csv
+import functools
 import gc
 import io
 import itertools
@@ -93,7 +94,7 @@ def _read_csv_text(path: Path, text: str) -> list[SeriesPart]:
                 labels[code],
                 times[rows_of],
                 values[rows_of],
-                lambda row=row: where(row),
+                functools.partial(where, row),
                 varied[code],
             )
         )

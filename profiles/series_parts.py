@@ -63,7 +63,7 @@ def write_series_text(path: Path, write: Callable[[IO[str]], None]) -> None:
     mtime 0, so the same series give the same bytes."""
 
     def write_binary(raw: IO[bytes]) -> None:
-        binary: IO[bytes] = raw
+        binary: IO[bytes] | gzip.GzipFile = raw
         if path.name.lower().endswith(".gz"):
             binary = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)
         text = io.TextIOWrapper(binary, encoding="utf-8", newline="")

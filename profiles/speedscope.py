@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 import numpy as np
 
@@ -113,7 +113,7 @@ def parse_speedscope(
         _concat(times, np.float64),
         _concat([part.stack_ids for part in parts], np.int64),
         _concat([part.weights for part in parts], np.float64),
-        "samples" if unit in (None, "none") else unit,
+        "samples" if unit is None or unit == "none" else unit,
     )
 
 
@@ -177,7 +177,7 @@ def _common_unit(profiles: list[Any], source: str) -> str | None:
     return unit
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

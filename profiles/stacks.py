@@ -5,19 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 
-class _Ids(dict):
+class _Ids(dict[str, int]):
     """text -> dense id; a missing text gets the next id (and is appended to ``order``) in C-speed
     ``map(ids.__getitem__, texts)`` loops."""
 
     __slots__ = ("order",)
 
-    def __init__(self, order: list) -> None:
+    def __init__(self, order: list[str]) -> None:
         super().__init__()
         self.order = order
 
-    def __missing__(self, key: object) -> int:
+    def __missing__(self, key: str) -> int:
         value = self[key] = len(self.order)
         self.order.append(key)
         return value
@@ -68,7 +69,12 @@ class StackTable:
             stack_id = self._folded_ids[stack_text] = self.intern_stack(split_folded(text))
         return stack_id
 
-    def extend(self, frames: Sequence[str], offsets: np.ndarray, frame_ids: np.ndarray) -> None:
+    def extend(
+        self,
+        frames: Sequence[str],
+        offsets: npt.NDArray[np.integer],
+        frame_ids: npt.NDArray[np.integer],
+    ) -> None:
         """Append stored frames and stacks (CSR form: ``frame_ids[offsets[i]:offsets[i+1]]``)."""
         for text in frames:
             self._frame_ids[text]  # appends to self.frames
@@ -79,7 +85,7 @@ class StackTable:
             self._stack_ids[key] = len(self.stacks)
             self.stacks.append(key)
 
-    def stacks_csr(self, start: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def stacks_csr(self, start: int = 0) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
         """Stacks from id ``start`` on, as (offsets int64, frame ids int32) in CSR form."""
         chosen = self.stacks[start:]
         lengths = np.fromiter((len(s) for s in chosen), dtype=np.int64, count=len(chosen))

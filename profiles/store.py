@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -263,4 +264,7 @@ def _write_atomic(target: Path, payload: bytes) -> None:
 
 
 def _write_npz(target: Path, **arrays: np.ndarray) -> None:
-    write_atomic(target, lambda handle: np.savez(handle, **arrays))
+    # As dict[str, Any]: numpy's stub for savez has a keyword parameter (allow_pickle, a bool)
+    # that a dict of arrays could name, so mypy refuses an unpacked dict[str, ndarray].
+    named: dict[str, Any] = arrays
+    write_atomic(target, lambda handle: np.savez(handle, **named))

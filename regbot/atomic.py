@@ -12,11 +12,12 @@ from typing import BinaryIO
 from regbot.errors import InputError
 
 
-def write_atomic(path: Path, write: Callable[[BinaryIO], None]) -> None:
+def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Write through ``write`` into a temporary file next to ``path``, fsync it, then rename it over
     ``path``: readers see the old file or the new one, never half of one, and a failure (an
     exception in ``write``, a full disk) leaves the old file as it was. The new file gets the old
-    file's mode, or for a new file what a plain ``open`` would give (0666 less the umask)."""
+    file's mode, or for a new file what a plain ``open`` would give (0666 less the umask). What
+    ``write`` returns is ignored."""
     try:
         handle, temp_name = tempfile.mkstemp(
             dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"

@@ -13,9 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from regbot.detection.dedup_context import DedupContext, subroutine_of_series
-from regbot.detection.model import Candidate
-from regbot.detection.stage_settings import SomSettings
 from regbot.detection.dedup.shared_cause import (
     LoadFactor,
     PairStats,
@@ -23,6 +20,9 @@ from regbot.detection.dedup.shared_cause import (
     noise_of,
     pair_stats,
 )
+from regbot.detection.dedup_context import DedupContext, subroutine_of_series
+from regbot.detection.model import Candidate
+from regbot.detection.stage_settings import SomSettings
 
 __all__ = ["CauseGroups", "cause_groups"]
 
@@ -71,8 +71,10 @@ def cause_groups(
     row_of = {i: k for k, i in enumerate(tested)}
     raw_sd = noise.raw_sd()
     spread = {i: raw_sd[row_of[i]] for i in tested}
-    rise = {i: (candidates[i].delta, delta_with_se(candidates[i].values,
-                                                   candidates[i].change_index)[1]) for i in tested}
+    rise = {
+        i: (candidates[i].delta, delta_with_se(candidates[i].values, candidates[i].change_index)[1])
+        for i in tested
+    }
     gcpu = all(subroutine_of_series(c.series_id) is not None for c in candidates)
     every: list[_CellPairs] = []
     for cell in sorted(loose_cells):
@@ -86,7 +88,15 @@ def cause_groups(
         members, loose = cell_pairs.members, cell_pairs.loose
         if gcpu:
             _leaves_and_ancestors(
-                cell_pairs, candidates, head, labels, credited, numbers, spread, rise, context,
+                cell_pairs,
+                candidates,
+                head,
+                labels,
+                credited,
+                numbers,
+                spread,
+                rise,
+                context,
                 settings,
             )
         else:
@@ -187,7 +197,8 @@ def _leaves_and_ancestors(
         if up != down:
             return up
         return (spread[upper], candidates[upper].series_id) > (
-            spread[lower], candidates[lower].series_id
+            spread[lower],
+            candidates[lower].series_id,
         )
 
     below = {

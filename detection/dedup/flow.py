@@ -24,7 +24,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from regbot.detection.cost_shift import cost_shift_verdicts
-from regbot.detection.stages import Stage
 from regbot.detection.dedup.pairwise_dedup import pairwise_dedup
 from regbot.detection.dedup.same_regression import KnownRegression, merge_same_regressions
 from regbot.detection.dedup.som_dedup import joined_verdict, reelect, rehome, som_dedup
@@ -33,6 +32,7 @@ from regbot.detection.dedup_context import DedupContext, Group
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.share_inflation import ShareInflationSettings, share_inflation_verdicts
 from regbot.detection.stage_settings import CostShiftSettings, DedupSettings, SomSettings
+from regbot.detection.stages import Stage
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +154,8 @@ def _cost_shift_stage(
     check, so one round suffices."""
     verdicts = cost_shift_verdicts(representatives, context, cost_shift)
     judged = [c.with_verdict(v) for c, v in zip(representatives, verdicts)]
-    kept = [c for c in judged if c.verdicts["cost_shift"].passed]
-    removed = [c for c in judged if not c.verdicts["cost_shift"].passed]
+    kept = [c for c in judged if c.verdicts[Stage.COST_SHIFT].passed]
+    removed = [c for c in judged if not c.verdicts[Stage.COST_SHIFT].passed]
     orphans = [m for r in removed for m in members_of.get(r.series_id, ())]
     if not orphans:
         return kept, removed
@@ -165,16 +165,16 @@ def _cost_shift_stage(
     for former in list(removed):
         group = [judged_orphans[m.series_id] for m in members_of.pop(former.series_id, ())]
         for member in group:
-            if not member.verdicts["cost_shift"].passed:
+            if not member.verdicts[Stage.COST_SHIFT].passed:
                 removed.append(member.with_verdict(_regrouped(member, former.series_id)))
-        genuine_of[former.series_id] = [m for m in group if m.verdicts["cost_shift"].passed]
+        genuine_of[former.series_id] = [m for m in group if m.verdicts[Stage.COST_SHIFT].passed]
     standing = list(kept)
     genuine = [m for members in genuine_of.values() for m in members]
     standing_groups = [[r, *members_of.get(r.series_id, ())] for r in standing]
     homes = rehome(genuine, standing_groups, context, som)
     home_of = {m.series_id: home for m, home in zip(genuine, homes)}
     order = {c.series_id: i for i, c in enumerate(representatives + orphans)}
-    for former, members in genuine_of.items():
+    for former_id, members in genuine_of.items():
         left = []
         for member in members:
             home = home_of[member.series_id]
@@ -182,10 +182,10 @@ def _cost_shift_stage(
                 left.append(member)
                 continue
             representative = standing[home]
-            verdict = joined_verdict(member, representative, former)
+            verdict = joined_verdict(member, representative, former_id)
             members_of.setdefault(representative.series_id, []).append(member.with_verdict(verdict))
         if left:
-            elected = reelect(left, context, som, former)
+            elected = reelect(left, context, som, former_id)
             representative = next(c for c in elected if c.verdicts[Stage.SOM_DEDUP].passed)
             kept.append(representative)
             members_of[representative.series_id] = [
@@ -197,10 +197,10 @@ def _cost_shift_stage(
 
 def _regrouped(member: Candidate, former: str) -> Verdict:
     """The ``som_dedup`` verdict of a group member that is a cost shift itself."""
-    previous = member.verdicts.get("som_dedup")
+    previous = member.verdicts.get(Stage.SOM_DEDUP)
     cell = previous.numbers.get("cell") if previous is not None else None
     return Verdict(
-        "som_dedup",
+        Stage.SOM_DEDUP,
         True,
         f"group re-evaluated after its representative {former} was removed as a cost shift",
         {"cell": cell, "former_representative": former},

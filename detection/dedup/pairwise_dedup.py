@@ -13,7 +13,7 @@ Design: docs/design/pairwise_dedup.md
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -28,10 +28,11 @@ from regbot.detection.dedup.shared_cause import load_over_windows
 from regbot.detection.dedup_context import DedupContext, Group, GroupMember, subroutine_of_series
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.stage_settings import DedupSettings
+from regbot.detection.stages import Stage
 
 __all__ = ["correlation_window", "member_of", "pairwise_dedup"]
 
-STAGE = "pairwise_dedup"
+STAGE = Stage.PAIRWISE_DEDUP
 FEATURES = ("correlation", "text", "stack_overlap")
 BLOCK_ROWS = 256
 
@@ -79,7 +80,7 @@ def pairwise_dedup(
     _validate(candidates, settings, regression_ids)
     order = _callees_first(candidates, context)
     if order != list(range(len(candidates))):
-        judged, updated = pairwise_dedup(
+        reordered, updated = pairwise_dedup(
             [candidates[k] for k in order],
             groups,
             context,
@@ -87,7 +88,7 @@ def pairwise_dedup(
             regression_ids=[regression_ids[k] for k in order],
         )
         back = {k: i for i, k in enumerate(order)}
-        return [judged[back[k]] for k in range(len(candidates))], updated
+        return [reordered[back[k]] for k in range(len(candidates))], updated
     features = tuple(dict.fromkeys(rule.feature for rule in settings.rules))
     new = [member_of(c, rid, context) for c, rid in zip(candidates, regression_ids)]
     past = [member for group in groups for member in group.members]
@@ -146,7 +147,12 @@ def _callees_first(candidates: Sequence[Candidate], context: DedupContext) -> li
         for caller in context.callers.get(s, ()):
             if caller in below and caller != s:
                 below[caller] += 1
-    return sorted(range(len(candidates)), key=lambda k: below.get(subs[k], 0) if subs[k] else 0)
+
+    def callees_below(k: int) -> int:
+        sub = subs[k]
+        return below.get(sub, 0) if sub else 0
+
+    return sorted(range(len(candidates)), key=callees_below)
 
 
 def _validate(
@@ -177,7 +183,7 @@ def _decide(
     adds no member). A new group is created here."""
     exact = state.regression_group.get(member.regression_id)
     if exact is not None:
-        scores = {f: 1.0 for f in features}
+        scores: Mapping[str, float | None] = {f: 1.0 for f in features}
         return _verdict(False, state, exact, scores, settings, {}, exact=True, considered=1), None
     n_groups = len(state.ids)
     eligible = state.eligible(member.change_time_s, settings.pairwise_max_gap_s)
@@ -248,7 +254,9 @@ def _decide(
         settings,
         {
             **evidence(shown),
-            "cascade_containment": finite_or_none(containment[shown]) if shown is not None else None,
+            "cascade_containment": finite_or_none(containment[shown])
+            if shown is not None
+            else None,
         },
         considered=considered,
         new_id=member.regression_id,
@@ -264,7 +272,7 @@ def _verdict(
     merged_passed: bool,
     state: GroupState,
     g: int | None,
-    scores: dict[str, float | None],
+    scores: Mapping[str, float | None],
     settings: DedupSettings,
     evidence: dict[str, object],
     *,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from regbot.detection.dedup.pairwise_groups import GroupState
 from regbot.detection.dedup.shared_cause import LoadFactor, delta_with_se, noise_of, pair_stats
@@ -68,12 +69,13 @@ class CorrelationEvidence:
         """(rows, columns) bool: the member in the column may carry the evidence for the
         candidate in the row (docs/design/pairwise_dedup.md, "correlation")."""
         contained = self.raw_sd[rows][:, None] > self.raw_sd[columns][None, :]
-        return (
+        anchors: npt.NDArray[np.bool_] = (
             (self.series[rows][:, None] == self.series[columns][None, :])
             | self.is_representative[columns][None, :]
             | ~self.gcpu[rows][:, None]
             | (self.gcpu[columns][None, :] & contained)
         )
+        return anchors
 
     def rises_agree(self, rows: np.ndarray, columns: np.ndarray, r: np.ndarray) -> np.ndarray:
         """(rows, columns) bool: for two gCPU series, one cause can explain both rises. The
@@ -102,7 +104,8 @@ class CorrelationEvidence:
             limit = self.rise_z * np.sqrt(se_u**2 + (share * se_l) ** 2)
             agree = np.where(row_upper, gap >= -limit, np.abs(gap) <= limit)
         both = self.gcpu[rows][:, None] & self.gcpu[columns][None, :]
-        return ~both | agree
+        agreed: npt.NDArray[np.bool_] = ~both | agree
+        return agreed
 
     def block(self, lo: int, hi: int, state: GroupState) -> EvidenceBlock:
         return EvidenceBlock(self, lo, hi, state)
@@ -154,14 +157,21 @@ class EvidenceBlock:
 
     def both_gcpu(self, row: int, n_groups: int) -> np.ndarray:
         columns = self.best[row, :n_groups]
-        return self.evidence.gcpu[self.lo + row] & self.evidence.gcpu[np.maximum(columns, 0)]
+        both: npt.NDArray[np.bool_] = (
+            self.evidence.gcpu[self.lo + row] & self.evidence.gcpu[np.maximum(columns, 0)]
+        )
+        return both
 
     def numbers(self, row: int, group: int) -> dict[str, object]:
         """The evidence behind the group's correlation score, as plain numbers."""
         column = int(self.best[row, group])
         own = self.evidence.rises[self.lo + row]
         if column < 0:
-            return {"correlation_member": None, "delta": finite_or_none(own[0]), "delta_se": finite_or_none(own[1])}
+            return {
+                "correlation_member": None,
+                "delta": finite_or_none(own[0]),
+                "delta_se": finite_or_none(own[1]),
+            }
         other = self.evidence.rises[column]
         s = self.stats
         return {

@@ -176,7 +176,11 @@ class GroupState:
         if sub is None or own is None or own.rises is None:
             return out
         pairs = [  # (group, the caller's stacks, the callee's stacks)
-            *((g, stacks, own) for a in self.callers.get(sub, ()) for g, stacks in self.rising.get(a, ())),
+            *(
+                (g, stacks, own)
+                for a in self.callers.get(sub, ())
+                for g, stacks in self.rising.get(a, ())
+            ),
             *((g, own, stacks) for g, stacks in self.below.get(sub, ())),
         ]
         for g, caller, callee in pairs:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -17,12 +18,13 @@ from scipy.stats import mannwhitneyu
 
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.presets import Threshold
+from regbot.detection.stages import Stage
 from regbot.detection.thresholds import threshold_verdict
 
 if TYPE_CHECKING:  # dedup imports this module
     from regbot.detection.dedup import DedupSettings
 
-STAGE = "same_regression"
+STAGE = Stage.SAME_REGRESSION
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +115,9 @@ def _judge_against_known(
             reason = "one change explains the data: the level before its change point is no"
             reason += " different from the level before the known change"
             return _seen_before(candidate, earlier[-1], reason, evidence)
-        rebased = replace(candidate, mean_before=float(evidence["level_since_known"]))
+        level = evidence["level_since_known"]
+        assert isinstance(level, float)  # significant: there are points since the known change
+        rebased = replace(candidate, mean_before=level)
         if threshold is not None:
             size = threshold_verdict(rebased, threshold)
             evidence["measured_since_known"] = size.numbers["measured"]
@@ -144,7 +148,7 @@ def _judge_against_known(
 
 
 def _seen_before(
-    candidate: Candidate, previous: KnownRegression, why: str, numbers: dict[str, object]
+    candidate: Candidate, previous: KnownRegression, why: str, numbers: Mapping[str, object]
 ) -> Candidate:
     rid = previous.id
     reason = f"seen before as {rid}: {why}" if why else f"seen before as {rid}"
@@ -204,7 +208,7 @@ def level_since_known(
     return numbers
 
 
-def step_fits(candidate: Candidate, known_change_s: float) -> dict[str, object]:
+def step_fits(candidate: Candidate, known_change_s: float) -> dict[str, float]:
     """Rule 4's evidence: the sum of squared errors of one step at the candidate's change point
     and of one step at the known change, over the candidate's points."""
     values = candidate.values

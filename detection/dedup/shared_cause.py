@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import ndtr
 
 from regbot.detection.dedup_context import DedupContext
@@ -73,7 +75,8 @@ class Noise:
             rows = np.flatnonzero(self.axis == c)
             count = np.maximum(valid.sum(axis=1), 1)
             out[rows] = np.sqrt((z * z).sum(axis=1) / count)[self.position[rows]]
-        return out * self.scale
+        sd: npt.NDArray[np.float64] = out * self.scale
+        return sd
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +174,13 @@ class _quiet:
         self._catch.__enter__()
         warnings.simplefilter("ignore", RuntimeWarning)
 
-    def __exit__(self, *exc: object) -> None:
-        self._catch.__exit__(*exc)
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._catch.__exit__(exc_type, exc, traceback)
 
 
 def load_over_windows(
@@ -285,9 +293,11 @@ def noise_of(
             f = np.where(known, factor, 0.0)
             fit = mask & known[None, :]
             denominator = (fit * f * f).sum(axis=1)
-            row_loading = np.where(denominator > 0, (z * f).sum(axis=1) / np.where(
-                denominator > 0, denominator, 1.0
-            ), 0.0)
+            row_loading = np.where(
+                denominator > 0,
+                (z * f).sum(axis=1) / np.where(denominator > 0, denominator, 1.0),
+                0.0,
+            )
             z = np.where(mask, z - row_loading[:, None] * f[None, :], 0.0)
         count = mask.sum(axis=1)
         mean = z.sum(axis=1) / np.maximum(count, 1)
@@ -325,6 +335,8 @@ def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> Pa
         ia_rows = np.flatnonzero(noise.axis[a] == ca)
         for cb in np.unique(noise.axis[b]).tolist():
             ib_rows = np.flatnonzero(noise.axis[b] == cb)
+            cols_a: slice | npt.NDArray[np.intp]
+            cols_b: slice | npt.NDArray[np.intp]
             if ca == cb:
                 cols_a = cols_b = slice(None)
             else:

@@ -25,11 +25,12 @@ from regbot.detection.dedup.stack_links import stack_links
 from regbot.detection.dedup_context import DedupContext
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.stage_settings import SomSettings
+from regbot.detection.stages import Stage
 from regbot.errors import InputError
 
 __all__ = ["joined_verdict", "reelect", "rehome", "run_load", "som_dedup"]
 
-STAGE = "som_dedup"
+STAGE = Stage.SOM_DEDUP
 
 
 def som_dedup(
@@ -157,7 +158,13 @@ def _kind_verdicts(
     times = candidates[0].times_s
     spacing = float(np.median(np.diff(times))) if len(times) > 1 else 0.0
     found = cause_groups(
-        candidates, cells, links.head, links.credited, context, settings, load,
+        candidates,
+        cells,
+        links.head,
+        links.credited,
+        context,
+        settings,
+        load,
         settings.cascade_buckets * spacing,
     )
     labels = found.labels

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from regbot.detection.dedup.som_features import root_cause_bitmap
 from regbot.detection.dedup.stack_links import stack_links
@@ -96,7 +97,7 @@ def elect(
     if credited is None:
         credited = stack_links(group, context, settings).credited
     popularity = np.array([series_popularity(c.series_id, context) for c in group])
-    found = root_cause_bitmap(group, context).any(axis=1)
+    found: npt.NDArray[np.bool_] = np.any(root_cause_bitmap(group, context), axis=1)
     scores, terms = importance_scores(
         group, popularity, found, settings.weights, credited, relative_cap=settings.relative_cap
     )

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -90,8 +91,8 @@ def root_cause_bitmap(candidates: Sequence[Candidate], context: DedupContext) ->
     subroutine of candidate ``i``'s gCPU series. Non-gCPU series have no bits."""
     commits_of: dict[str, list[int]] = {}
     for j, modified in enumerate(context.commit_subroutines.values()):
-        for subroutine in modified:
-            commits_of.setdefault(subroutine, []).append(j)
+        for modified_subroutine in modified:
+            commits_of.setdefault(modified_subroutine, []).append(j)
     bitmap = np.zeros((len(candidates), len(context.commit_subroutines)), dtype=bool)
     for i, c in enumerate(candidates):
         subroutine = subroutine_of_series(c.series_id)
@@ -108,4 +109,7 @@ def _metric_block(series_ids: list[str], seed: int) -> np.ndarray:
     components = min(METRIC_COMPONENTS, n - 1, tfidf.shape[1] - 1)
     if components < 1:
         return np.zeros((n, 0))
-    return TruncatedSVD(n_components=components, random_state=seed).fit_transform(tfidf)
+    reduced: npt.NDArray[np.float64] = TruncatedSVD(
+        n_components=components, random_state=seed
+    ).fit_transform(tfidf)
+    return reduced

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 from scipy.cluster.hierarchy import fcluster, linkage
 
 __all__ = ["grid_side", "merged_cells", "train_som"]
@@ -20,7 +21,7 @@ BMU_CHUNK = 8192
 
 def grid_side(n: int) -> int:
     """L = ⌈n^¼⌉ (at least 1), exact for perfect fourth powers."""
-    side = max(1, math.ceil(n**0.25))
+    side: int = max(1, math.ceil(n**0.25))
     while side > 1 and (side - 1) ** 4 >= n:
         side -= 1
     return side
@@ -84,7 +85,10 @@ def _initial_weights(x: np.ndarray, side: int, seed: int) -> np.ndarray:
         axes[k] = direction * spread[k]
     steps = np.linspace(-1.0, 1.0, side) if side > 1 else np.zeros(1)
     rows, cols = np.divmod(np.arange(side * side), side)
-    return mean + steps[cols][:, None] * axes[0] + steps[rows][:, None] * axes[1]
+    grid: npt.NDArray[np.float64] = (
+        mean + steps[cols][:, None] * axes[0] + steps[rows][:, None] * axes[1]
+    )
+    return grid
 
 
 def merged_cells(features: np.ndarray, bmu: np.ndarray, threshold: float) -> np.ndarray:

@@ -19,13 +19,14 @@ from scipy.sparse.csgraph import connected_components
 
 from regbot.detection.dedup_context import DedupContext, StackShare, subroutine_of_series
 from regbot.detection.model import Candidate, Verdict
+from regbot.detection.stages import Stage
 
 if TYPE_CHECKING:  # dedup imports this module
     from regbot.detection.dedup import DedupSettings
 
 __all__ = ["bucket_change_points", "stack_dedup"]
 
-STAGE = "stack_dedup"
+STAGE = Stage.STACK_DEDUP
 
 
 def stack_dedup(

@@ -102,13 +102,14 @@ def stack_links(
             head[rows[upper]] = rows[lower]
     group = {k: local_head.get(k, (k, 0.0))[0] for k in range(len(rows))}
     below_sets = {upper: {lower for lower, _ in below} for upper, below in below_of.items()}
-    for upper, (lower, e) in local_head.items():
+    for upper, (_, e) in local_head.items():
         below = below_of[upper]
         mine = [b for b, _ in below if group[b] == group[upper]]
         theirs = [(b, share) for b, share in below if group[b] != group[upper]]
         own = local_delta[upper]
-        if shares[upper].rises is not None:
-            others = _rise_of_other_groups(upper, mine, theirs, ids, shares[upper].rises)
+        rises = shares[upper].rises
+        if rises is not None:
+            others = _rise_of_other_groups(upper, mine, theirs, ids, rises)
         else:
             others = _other_groups_inside(theirs, below_sets, local_delta)
         credited[rows[upper]] = _credited(own, others, e)

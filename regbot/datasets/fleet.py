@@ -55,8 +55,8 @@ from typing import Literal
 import numpy as np
 from scipy.stats import t as student_t
 
-from regbot.detection.series_batch import WindowBounds
 from regbot.detection.presets import DAY_S
+from regbot.detection.series_batch import WindowBounds
 from regbot.errors import InputError
 from regbot.profiles.model import Series
 

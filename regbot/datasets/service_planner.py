@@ -6,6 +6,7 @@ Design: docs/design/datasets_service.md
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,9 +65,10 @@ class Planner:
         phrase: str,
         edit: Edit,
         touches: set[str],
+        names: Mapping[str, str],
         must_name: bool = False,
-        **names: str,
     ) -> Change:
+        """A change of ``role``; ``names`` fill its message's phrase (f, g, t, m)."""
         title, body = self.messages.message(phrase, must_name, **names)
         author = int(self.rng.integers(len(self.messages.authors)))
         return Change(role, edit, title, body, author, frozenset(touches))
@@ -74,7 +76,7 @@ class Planner:
     def neutral(self, role: str, key: str) -> Change:
         variant = str(self.rng.choice(NEUTRAL_VARIANTS))
         return self.change(
-            role, variant, neutral_edit(key, variant, self._seed()), {key}, **self.names(key)
+            role, variant, neutral_edit(key, variant, self._seed()), {key}, self.names(key)
         )
 
     def paths_through(self, key: str) -> list[tuple[str, ...]]:
@@ -110,7 +112,7 @@ class Planner:
                     else None
                 )
                 change = self.change(
-                    "culprit", "slower", slower_edit(key, work, note), {key}, **self.names(key)
+                    "culprit", "slower", slower_edit(key, work, note), {key}, self.names(key)
                 )
                 real = self.share(self.costs.calls[key] * (work - f.work))
                 return key, change, {"factor": work / f.work, "gcpu_rise": real}
@@ -124,10 +126,10 @@ class Planner:
             if key == HANDLE or key in avoid:
                 continue
             for call in f.calls:
-                callee = self.fn(call.callee)
-                if callee.calls or call.callee in avoid:
+                callee_fn = self.fn(call.callee)
+                if callee_fn.calls or call.callee in avoid:
                     continue
-                step = self.share(self.costs.calls.get(key, 0.0) * callee.work)
+                step = self.share(self.costs.calls.get(key, 0.0) * callee_fn.work)
                 if step <= 0:
                     continue
                 extra = max(1, int(np.ceil(0.005 / step)))
@@ -138,7 +140,7 @@ class Planner:
         caller, callee, count, rise = options[int(self.rng.integers(len(options)))]
         names = {"f": self.fn(caller).name, "g": self.fn(callee).name, "m": self.fn(caller).module}
         change = self.change(
-            "culprit", "calls_more", calls_more_edit(caller, callee, count), {caller}, **names
+            "culprit", "calls_more", calls_more_edit(caller, callee, count), {caller}, names
         )
         before = next(c.count for c in self.fn(caller).calls if c.callee == callee)
         shared = any(caller not in p for p in self.paths_through(callee))
@@ -186,10 +188,12 @@ class Planner:
                     "names_function",
                     neutral_edit(other, variant, self._seed()),
                     {other},
+                    {
+                        "t": self.fn(target).name,
+                        "g": self.fn(other).name,
+                        "m": self.fn(other).module,
+                    },
                     must_name=True,
-                    t=self.fn(target).name,
-                    g=self.fn(other).name,
-                    m=self.fn(other).module,
                 )
             )
         if same:
@@ -234,7 +238,7 @@ class Planner:
                 "cost_shift",
                 shift_edit(x.callee, y.callee, less, more),
                 {x.callee, y.callee},
-                **names,
+                names,
             )
             return parent, y.callee, change, k * unit
         return None
@@ -254,7 +258,7 @@ class Planner:
                 f"\n## {f.module} notes ({seed % 1000})\n\n`{f.qualname}` is part of {f.module}.\n"
             )
             return self.change(
-                "filler", "docs", append_file_edit(path, text), {path}, **self.names(key)
+                "filler", "docs", append_file_edit(path, text), {path}, self.names(key)
             )
         if draw < 0.85:
             path = f"tests/test_{f.module}.py"
@@ -262,11 +266,13 @@ class Planner:
             text = f"\n\ndef test_{f.name}_{seed % 1000}():\n    assert {call}(1) >= 0\n"
             header = f"from app import {f.module}\n"
             return self.change(
-                "filler", "tests", append_file_edit(path, text, header), {path}, **self.names(key)
+                "filler", "tests", append_file_edit(path, text, header), {path}, self.names(key)
             )
         path = "config/service.yaml"
         text = f"# tuned {seed % 1000}\nworkers_{seed % 97}: {seed % 16 + 1}\n"
-        return self.change("filler", "config", append_file_edit(path, text), {path}, m="config")
+        return self.change(
+            "filler", "config", append_file_edit(path, text), {path}, {"m": "config"}
+        )
 
 
 @dataclass

@@ -37,7 +37,6 @@ def main(lines):
 '''
 
 
-
 def test_only_the_behaviour_change_is_credited(tmp_path: Path) -> None:
     repo = GitRepo(tmp_path / "repo")
     base = repo.commit("base", {"lib/text.py": SOURCE})
@@ -151,7 +150,9 @@ def test_a_caller_that_sped_up_takes_no_credit_for_its_callees_share(tmp_path: P
     repo = GitRepo(tmp_path / "repo")
     base = repo.commit("base", {"lib/text.py": SOURCE})
     path = "lib/text.py"
-    repo.replace(path, "    return [tokens(line) for line in lines]", "    return list(map(tokens, lines))")
+    repo.replace(
+        path, "    return [tokens(line) for line in lines]", "    return list(map(tokens, lines))"
+    )
     repo.commit("main: tokenise with map")
     commits = read_change_set(repo.path, base, "main")
     frames = "run (app.py:3);main (lib/text.py:16)"

@@ -143,17 +143,19 @@ def test_every_definition_of_a_name_counts() -> None:
     # a stub removed is a change of the name's definitions
     assert not edited(
         OVERLOADED,
-        OVERLOADED.replace("    @overload\n    def __getitem__(self, key: int) -> object: ...\n", ""),
+        OVERLOADED.replace(
+            "    @overload\n    def __getitem__(self, key: int) -> object: ...\n", ""
+        ),
         "Registry.__getitem__",
     )
 
 
 def test_untouched_comprehensions_of_an_edited_function_stay_unchanged() -> None:
-    source = '''
+    source = """
 def compile_all(rules):
     table = [(compile(r), kind) for r, kind in rules]
     return table
-'''
+"""
     extra_loop = source.replace(
         "    return table", "    for entry in table:\n        entry[0]('x')\n    return table"
     )
@@ -172,13 +174,13 @@ def compile_all(rules):
 
 
 def test_a_renamed_nested_function_is_a_cosmetic_touch() -> None:
-    source = '''
+    source = """
 def token_next(tokens, skip_ws=True):
     def matcher(tk):
         return not (skip_ws and tk.is_whitespace)
 
     return [t for t in tokens if matcher(t)]
-'''
+"""
     renamed = source.replace("matcher", "wanted")
     old_ranges, new_ranges = ranges_between(source, renamed)
     found = python_subroutines("lib/tokens.py", source, renamed, old_ranges, new_ranges)

@@ -108,7 +108,5 @@ def test_owners_are_the_last_behaviour_changes(tmp_path: Path) -> None:
 def test_files_git_cannot_show_are_left_out(tmp_path: Path) -> None:
     repo, base, _ = _history(tmp_path)
     commits = read_change_set(repo.path, base, "main")
-    facts = read_deploy_lines(
-        repo.path, base, "main", {"app/gone.py", "README.md"}, commits, 0.0
-    )
+    facts = read_deploy_lines(repo.path, base, "main", {"app/gone.py", "README.md"}, commits, 0.0)
     assert facts.files == {}

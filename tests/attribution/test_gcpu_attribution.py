@@ -18,7 +18,6 @@ from regbot.profiles.sample_index import SampleIndex
 SPLIT = TimeSplit(0, 60, 120)
 
 
-
 # Table 2 as samples out of 100 per bucket; X;Y carries the rest of the service.
 TABLE2_BEFORE = "A;B;C 1\nB;E;F 2\nD;B;C 2\nB;E;D 4\nX;Y 91\n"
 TABLE2_AFTER = "A;B;C 2\nB;E;F 3\nD;B;C 2\nB;E;D 6\nG;B;D 1\nX;Y 86\n"

@@ -39,7 +39,7 @@ def test_a_failed_command_is_one_line_naming_what_was_expected(repo: GitRepo) ->
         with pytest.raises(InputError) as error:
             adapter.run(["log", "no-such-revision", "--"], FAILURE)
     assert str(error.value) == (
-        "repository here: expected a readable history, found \"fatal: bad revision "
+        'repository here: expected a readable history, found "fatal: bad revision '
         "'no-such-revision'\""
     )
 

@@ -73,7 +73,9 @@ def _history(repo: GitRepo) -> dict[str, str]:
     shas["bound"] = repo.commit("price: settle over more rounds")
     repo.replace("app/service.py", "* 31 +", "* 37 +")
     shas["salt"] = repo.commit("use a prime multiplier in price")
-    repo.replace("app/service.py", "def price", "def tag(request):\n    return request\n\n\ndef price")
+    repo.replace(
+        "app/service.py", "def price", "def tag(request):\n    return request\n\n\ndef price"
+    )
     shas["tag"] = repo.commit("add tag()")
     return shas
 

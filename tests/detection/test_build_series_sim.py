@@ -67,8 +67,10 @@ def test_csv_round_trip_averages_repeats_into_one_point_per_build(tmp_path) -> N
     series, _ = simulate_builds(BuildScenario(n_series=3, n_builds=300, min_builds=200), seed=6)
     path = tmp_path / "builds.csv"
     rows = write_builds_csv(series, path)
-    assert rows == sum(len(r) for s in series for r in s.repeats) > sum(
-        len(s.build_times_s) for s in series
+    assert (
+        rows
+        == sum(len(r) for s in series for r in s.repeats)
+        > sum(len(s.build_times_s) for s in series)
     )
     read = {s.id: s for s in read_series_files([path])}
     for s in series:

@@ -20,11 +20,11 @@ from regbot.detection.change_time import (
     mass_between,
 )
 from regbot.detection.changepoint import detect_change_points, detect_window_changes
-from regbot.detection.series_batch import SeriesBatch
-from regbot.detection.stage_settings import ChangePointSettings, DetectionSettings, LongTermSettings
 from regbot.detection.pipeline import find_change_candidates
 from regbot.detection.presets import Threshold, Windows, WorkloadSettings
 from regbot.detection.report import regression_entry
+from regbot.detection.series_batch import SeriesBatch
+from regbot.detection.stage_settings import ChangePointSettings, DetectionSettings, LongTermSettings
 
 N, A, E = 1500, 1440, 1464
 SHARE, SAMPLES = 0.01, 200_000

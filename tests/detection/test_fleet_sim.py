@@ -89,7 +89,9 @@ def test_fleet_makeup_ids_and_one_event_per_series(fleet: Fleet) -> None:
     assert all(s.timestamps_s is series[0].timestamps_s for s in series)  # one time axis
     members = [sid for e in truth.events for sid in e.series_ids]
     assert sorted(members) == sorted(s.id for s in series)  # each series in exactly one event
-    classes = Counter(class_qualifier(s.id.removeprefix("gcpu:")) for s in series if s.kind == "gcpu")
+    classes = Counter(
+        class_qualifier(s.id.removeprefix("gcpu:")) for s in series if s.kind == "gcpu"
+    )
     assert None not in classes and min(classes.values()) >= 1
     assert np.mean([n >= 2 for n in classes.values()]) > 0.9  # several methods per class
     for s in series:
@@ -146,7 +148,9 @@ def test_steps_are_sized_in_mde_of_their_real_noise(fleet: Fleet) -> None:
             assert unit >= SMALL.min_regression_gcpu  # reportable under the default threshold
         if origin.startswith("throughput:"):
             assert e.size < 0  # higher is better: its regression is a drop
-    assert set(sizes) == set(SMALL.step_sizes_mde) and max(sizes.values()) - min(sizes.values()) <= 1
+    assert (
+        set(sizes) == set(SMALL.step_sizes_mde) and max(sizes.values()) - min(sizes.values()) <= 1
+    )
     # the noise sd is the series' real one: quiet series' historical sd matches it
     ratios = [
         values[e.series_ids[0]][: split_at(truth, series[0], truth.analysis_start_s)].std()
@@ -214,8 +218,13 @@ def test_quiet_series_share_the_load_term() -> None:
         c = np.corrcoef(x - x.mean(axis=1, keepdims=True))
         return float(c[np.triu_indices(len(x), 1)].mean())
 
-    loaded = replace(SMALL, load_loading=(0.05, 0.02), bimodal_share=0.0, heavy_tail_share=0.0,
-                     background_seasonal_share=0.0)
+    loaded = replace(
+        SMALL,
+        load_loading=(0.05, 0.02),
+        bimodal_share=0.0,
+        heavy_tail_share=0.0,
+        background_seasonal_share=0.0,
+    )
     unloaded = replace(loaded, load_loading=(0.0, 0.0), diurnal_load=0.0)
     with_load, without = mean_correlation(loaded), mean_correlation(unloaded)
     assert with_load > 0.05
@@ -226,8 +235,11 @@ def test_quiet_series_share_the_load_term() -> None:
 
 def test_linked_latency_moves_with_its_gcpu_regression(fleet: Fleet) -> None:
     series, truth = fleet
-    linked = [e for e in truth.events if e.kind in ("step", "cascade") and len(
-        {sid.split(":")[0] for sid in e.series_ids}) > 1]
+    linked = [
+        e
+        for e in truth.events
+        if e.kind in ("step", "cascade") and len({sid.split(":")[0] for sid in e.series_ids}) > 1
+    ]
     assert len(linked) == SMALL.n_linked_latency + SMALL.n_linked_throughput
     for e in linked:
         assert e.series_ids[0].startswith("gcpu:")

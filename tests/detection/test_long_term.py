@@ -193,7 +193,9 @@ def test_a_rise_within_the_noise_is_not_reported_whatever_the_threshold() -> Non
 
 
 FLEET_BUCKET_S = 600.0
-FLEET_WINDOWS = WindowBounds(0.0, 1440 * FLEET_BUCKET_S, 1464 * FLEET_BUCKET_S, 1500 * FLEET_BUCKET_S)
+FLEET_WINDOWS = WindowBounds(
+    0.0, 1440 * FLEET_BUCKET_S, 1464 * FLEET_BUCKET_S, 1500 * FLEET_BUCKET_S
+)
 
 
 def wandering(seed: int) -> np.ndarray:
@@ -231,8 +233,14 @@ def test_load_wander_is_not_a_long_term_regression() -> None:
     times = np.arange(1500) * FLEET_BUCKET_S
     reported = sum(
         detect_long_term(
-            "s", "gcpu", times, wandering(100 + seed), 1.0, FLEET_WINDOWS,
-            Threshold("absolute", 0.0), SETTINGS,
+            "s",
+            "gcpu",
+            times,
+            wandering(100 + seed),
+            1.0,
+            FLEET_WINDOWS,
+            Threshold("absolute", 0.0),
+            SETTINGS,
         )
         is not None
         for seed in range(40)
@@ -266,7 +274,13 @@ def test_flips_carried_up_a_call_tree_are_not_a_creep() -> None:
     settings = LongTermSettings(z=0.0)
     found = [
         detect_long_term(
-            "s", "gcpu", times, flipped(seed), 1.0, FLEET_WINDOWS, Threshold("absolute", 0.0),
+            "s",
+            "gcpu",
+            times,
+            flipped(seed),
+            1.0,
+            FLEET_WINDOWS,
+            Threshold("absolute", 0.0),
             settings,
         )
         for seed in range(60)

@@ -398,7 +398,9 @@ def reference_dedup(candidates, groups, context, settings, ids):
 
     def evidence(cand_member, m):
         a, b = row_of[id(cand_member)], row_of[id(m)]
-        noise = noise_of([a[0], b[0]], [a[1], b[1]], [a[2], b[2]], None, settings.pairwise.guard_points)
+        noise = noise_of(
+            [a[0], b[0]], [a[1], b[1]], [a[2], b[2]], None, settings.pairwise.guard_points
+        )
         stats = pair_stats(noise, [0], [1])
         sd = noise.raw_sd()
         r = float(stats.r[0, 0])
@@ -408,9 +410,7 @@ def reference_dedup(candidates, groups, context, settings, ids):
         """One cause explains both rises (``_Evidence.rises_agree``), by hand."""
         if not (is_gcpu_row(a) and is_gcpu_row(b)):
             return True
-        (da, sa), (db, sb) = (
-            delta_with_se(x[1], int(np.searchsorted(x[0], x[2]))) for x in (a, b)
-        )
+        (da, sa), (db, sb) = (delta_with_se(x[1], int(np.searchsorted(x[0], x[2]))) for x in (a, b))
         a_upper = sd[0] >= sd[1]
         (du, su, sdu), (dl, sl, sdl) = (
             ((da, sa, sd[0]), (db, sb, sd[1])) if a_upper else ((db, sb, sd[1]), (da, sa, sd[0]))
@@ -444,7 +444,9 @@ def reference_dedup(candidates, groups, context, settings, ids):
         eligible = [
             k
             for k, (_, ms) in enumerate(state)
-            if any(abs(m.change_time_s - cand.change_time_s) <= settings.pairwise_max_gap_s for m in ms)
+            if any(
+                abs(m.change_time_s - cand.change_time_s) <= settings.pairwise_max_gap_s for m in ms
+            )
         ]
         bound = settings.pairwise.evidence_alpha / max(
             1, len(candidates) * sum(len(state[k][1]) for k in eligible)
@@ -480,13 +482,15 @@ def reference_dedup(candidates, groups, context, settings, ids):
                 smaller = min(own.weights.sum(), sum(union.values()))
                 s["stack_overlap"] = inside / smaller if smaller > 0 else None
 
-            def passes(rule, s=s, best=best):
+            def passes(rule, s=s, best=best, member=member, bound=bound):
                 value = s[rule.feature]
                 if rule.feature != "correlation":
                     return value >= rule.threshold
                 both = is_gcpu(member.series_id) and is_gcpu(best[3].series_id)
-                floor = rule.threshold if both else max(
-                    rule.threshold, settings.pairwise.cross_kind_correlation
+                floor = (
+                    rule.threshold
+                    if both
+                    else max(rule.threshold, settings.pairwise.cross_kind_correlation)
                 )
                 return value >= floor and best[2] <= bound
 

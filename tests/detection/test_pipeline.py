@@ -98,7 +98,9 @@ def test_report_follows_spec_and_ids_are_stable(fleet_run) -> None:
         "confidence",
     }
     json.dumps(report, allow_nan=False)
-    again = build_report(detect_in_windows(series, fleet_settings(bounds), bounds), "test").to_json()
+    again = build_report(
+        detect_in_windows(series, fleet_settings(bounds), bounds), "test"
+    ).to_json()
     assert [r["id"] for r in again["regressions"]] == [r["id"] for r in report["regressions"]]
     assert entry["id"] == regression_id(entry["series"], entry["detector"], entry["change_time"])
 

@@ -9,9 +9,9 @@ import pytest
 
 from regbot.bot.views.numbers import format_relative
 from regbot.detection.model import Candidate
-from regbot.detection.series_batch import WindowBounds
 from regbot.detection.ratios import relative_change
 from regbot.detection.report import regression_entry
+from regbot.detection.series_batch import WindowBounds
 
 
 @pytest.mark.parametrize(

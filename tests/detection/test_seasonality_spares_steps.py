@@ -21,8 +21,14 @@ SETTINGS = SeasonalitySettings()
 
 def candidate(values: np.ndarray, change: int) -> Candidate:
     return grid_candidate(
-        values, change, n_hist=N_HIST, n_analysis=N_ANALYSIS, bucket_s=BUCKET_S, t0_s=T0_S,
-        series_id="latency:/api/feed", kind="latency",
+        values,
+        change,
+        n_hist=N_HIST,
+        n_analysis=N_ANALYSIS,
+        bucket_s=BUCKET_S,
+        t0_s=T0_S,
+        series_id="latency:/api/feed",
+        kind="latency",
     )
 
 

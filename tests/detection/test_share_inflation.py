@@ -33,8 +33,9 @@ def shares(
     scale: float = 1.0,
 ) -> dict[str, np.ndarray]:
     """``flats`` functions ``f<k>`` of 0.2–1.5% each (× ``scale``), a hot function ``hot``
-    holding ``hot`` of the samples that loses ``speed_up`` of the service's work at the deploy (a real speed-up), the
-    rest idle-free "other" code. ``lifts``: function k's cost × (1 + lift) from the deploy on.
+    holding ``hot`` of the samples that loses ``speed_up`` of the service's work at the deploy (a
+    real speed-up), the rest idle-free "other" code. ``lifts``: function k's cost × (1 + lift)
+    from the deploy on.
     ``load``: a per-bucket multiplicative term on the flats' cost (a fleet-wide load)."""
     rng = np.random.default_rng(seed)
     base = scale * np.exp(rng.uniform(np.log(0.002), np.log(0.015), flats))
@@ -70,7 +71,9 @@ def candidate(series_id: str, values: np.ndarray) -> Candidate:
 def judged(series: dict[str, np.ndarray], ids: list[str]) -> dict[str, Verdict]:
     context = DedupContext(series={s: (TIMES, v) for s, v in series.items()})
     result = deduplicate([candidate(s, series[s]) for s in ids], context, [], [], DedupSettings())
-    return {c.series_id: c.verdicts["share_inflation"] for c in result.representatives + result.removed}
+    return {
+        c.series_id: c.verdicts["share_inflation"] for c in result.representatives + result.removed
+    }
 
 
 def name(k: int) -> str:
@@ -98,8 +101,8 @@ def test_a_speed_up_inflates_every_share_and_only_a_real_slowdown_stays(seed: in
 @pytest.mark.parametrize("seed", range(3))
 def test_the_ratio_holds_when_most_series_moved_at_once(seed: int) -> None:
     """Seventy of 120 functions regress independently (+10% to +60%) in the deploy with a
-    speed-up that frees 30% of the service: neither the median nor the mean of the log ratios is the common ratio, the level
-    the unmoved series share is."""
+    speed-up that frees 30% of the service: neither the median nor the mean of the log ratios is
+    the common ratio, the level the unmoved series share is."""
     rng = np.random.default_rng(100 + seed)
     moved = {k: float(rng.uniform(0.1, 0.6)) for k in range(70)}
     series = shares(seed, lifts=moved, speed_up=0.3, hot=0.4, scale=0.5)
@@ -107,9 +110,7 @@ def test_the_ratio_holds_when_most_series_moved_at_once(seed: int) -> None:
     found = common_ratio(context, WINDOWS.historical_start_s, float(TIMES[AT]), WINDOWS.end_s)
     assert found is not None and found.inflating
     unmoved = [k for k in range(120) if k not in moved]
-    truth = np.mean(
-        [series[name(k)][AT:].mean() / series[name(k)][:AT].mean() for k in unmoved]
-    )
+    truth = np.mean([series[name(k)][AT:].mean() / series[name(k)][:AT].mean() for k in unmoved])
     assert found.ratio == pytest.approx(truth, rel=0.02)
     ratios = [v[AT:].mean() / v[:AT].mean() for v in series.values()]
     assert abs(np.log(np.median(ratios) / truth)) > 0.1  # the median is far off

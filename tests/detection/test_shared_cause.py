@@ -134,9 +134,7 @@ NO_COST_SHIFT = CostShiftSettings(enabled=False)
 @pytest.mark.parametrize("seed", range(4))
 def test_cascades_merge_and_independent_steps_stay_apart(seed: int) -> None:
     f = fleet(seed)
-    result = deduplicate(
-        f.candidates, context_of(f.series), [], [], DedupSettings(), NO_COST_SHIFT
-    )
+    result = deduplicate(f.candidates, context_of(f.series), [], [], DedupSettings(), NO_COST_SHIFT)
     groups = groups_of(result)
     for members in groups.values():
         assert len({f.owner[m] for m in members}) == 1, members  # pure: one planted change each
@@ -159,9 +157,11 @@ def test_without_the_load_term_removed_independent_steps_would_merge() -> None:
     keep_load = SomSettings(load_min_series=10**6)
     judged = som_dedup(f.candidates, context_of(f.series), keep_load)
     removed = [c for c in judged if not c.verdicts["som_dedup"].passed]
-    wrong = [c for c in removed if f.owner[c.series_id] != f.owner[
-        str(c.verdicts["som_dedup"].numbers["representative"])
-    ]]
+    wrong = [
+        c
+        for c in removed
+        if f.owner[c.series_id] != f.owner[str(c.verdicts["som_dedup"].numbers["representative"])]
+    ]
     assert wrong  # merged across independent changes through the shared load
     judged = som_dedup(f.candidates, context_of(f.series), SomSettings())
     for c in judged:
@@ -177,8 +177,18 @@ def test_merges_and_non_merges_keep_their_numbers() -> None:
     assert merged and all(c.series_id.startswith("gcpu:Chain") for c in merged)
     numbers = merged[0].verdicts["som_dedup"].numbers
     assert numbers["evidence"] == "noise"
-    for key in ("noise_correlation", "noise_z", "noise_p", "noise_p_bound", "delta",
-                "delta_se", "other_delta", "other_delta_se", "share", "explained_rise"):
+    for key in (
+        "noise_correlation",
+        "noise_z",
+        "noise_p",
+        "noise_p_bound",
+        "delta",
+        "delta_se",
+        "other_delta",
+        "other_delta_se",
+        "share",
+        "explained_rise",
+    ):
         assert numbers[f"evidence_{key}"] is not None, key
     assert numbers["evidence_noise_p"] <= numbers["evidence_noise_p_bound"]
     assert numbers["evidence_share"] == pytest.approx(1.0, abs=0.25)  # holds all the leaf's
@@ -238,8 +248,7 @@ def test_pair_stats_match_a_slow_reference() -> None:
     assert load is not None
     picks = [c for c in f.candidates[:6]]
     times = [TIMES, TIMES, TIMES + 6 * BUCKET_S, TIMES, TIMES + 6 * BUCKET_S, TIMES]
-    values = [c.values + (rng.normal(0, 1e-5, POINTS) if k % 2 else 0) for k, c in
-              enumerate(picks)]
+    values = [c.values + (rng.normal(0, 1e-5, POINTS) if k % 2 else 0) for k, c in enumerate(picks)]
     change = [float(t[AT]) for t in times]
     noise = noise_of(times, values, change, load, 3)
     got = pair_stats(noise, range(6), range(6))

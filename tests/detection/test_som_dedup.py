@@ -571,7 +571,9 @@ def test_stack_rises_say_which_part_of_a_callers_rise_is_another_groups() -> Non
         expected = mine if own_code > candidates[0].delta else candidates[0].delta
         assert links.credited[2] == pytest.approx(expected)
         assert (own_code > candidates[0].delta) is caller_represents
-        parse, _, caller = (c.verdicts["som_dedup"] for c in som_dedup(candidates, context, SETTINGS))
+        parse, _, caller = (
+            c.verdicts["som_dedup"] for c in som_dedup(candidates, context, SETTINGS)
+        )
         assert caller.passed is caller_represents and parse.passed is not caller_represents
 
 

@@ -27,8 +27,14 @@ def mde(sigma: float, n_after: int, alpha: float = 0.01) -> float:
 
 def candidate(values: np.ndarray, change: int) -> Candidate:
     return grid_candidate(
-        values, change, n_hist=N_HIST, n_analysis=N_ANALYSIS, bucket_s=BUCKET_S, t0_s=T0_S,
-        series_id="gcpu:Feed.rank", kind="gcpu",
+        values,
+        change,
+        n_hist=N_HIST,
+        n_analysis=N_ANALYSIS,
+        bucket_s=BUCKET_S,
+        t0_s=T0_S,
+        series_id="gcpu:Feed.rank",
+        kind="gcpu",
     )
 
 

@@ -159,22 +159,34 @@ class FleetSpec:
             if not ok:
                 raise InputError(f"FleetSpec.{name}", expected, getattr(self, name))
 
-        check("n_points", self.n_points > self.analysis_points + self.extended_points + 50,
-              "more than analysis + extended points + 50")
+        check(
+            "n_points",
+            self.n_points > self.analysis_points + self.extended_points + 50,
+            "more than analysis + extended points + 50",
+        )
         check("analysis_points", self.analysis_points >= 4, "at least 4")
         check("gcpu_share", 0 < self.gcpu_share <= 1, "a share in (0, 1]")
         check("max_depth", self.max_depth >= 1, "at least 1")
         check("total_share", 0 < self.total_share <= 0.9, "in (0, 0.9]")
-        check("min_share", 0 < self.min_share * self.n_series < self.total_share / 2,
-              "a floor whose sum over the series is under half of total_share")
+        check(
+            "min_share",
+            0 < self.min_share * self.n_series < self.total_share / 2,
+            "a floor whose sum over the series is under half of total_share",
+        )
         check("share_sigma", self.share_sigma > 0, "positive")
         n_other = self.n_series - round(self.gcpu_share * self.n_series)
         need = self.n_latency_steps + self.n_linked_latency + self.n_throughput_steps
-        check("n_series", self.n_series >= 50 and n_other >= need + self.n_linked_throughput + 4,
-              "at least 50, with enough latency/throughput series for their events")
+        check(
+            "n_series",
+            self.n_series >= 50 and n_other >= need + self.n_linked_throughput + 4,
+            "at least 50, with enough latency/throughput series for their events",
+        )
         linked = self.n_linked_latency + self.n_linked_throughput
-        check("n_regressions", self.n_regressions >= self.n_latency_steps + self.n_throughput_steps
-              + linked, "at least the latency/throughput steps plus the linked ones")
+        check(
+            "n_regressions",
+            self.n_regressions >= self.n_latency_steps + self.n_throughput_steps + linked,
+            "at least the latency/throughput steps plus the linked ones",
+        )
         check("deploy_share", 0 <= self.deploy_share <= 1, "a share in [0, 1]")
         check("cascade_share", 0 <= self.cascade_share <= 1, "a share in [0, 1]")
 
@@ -343,8 +355,11 @@ class _Fleet:
         g_bi = bimodal[bimodal < n_g]
         extra = flips[: len(g_bi)] * sampling_sd[g_bi, None]
         g_ht = heavy[heavy < n_g]
-        bursts = (rng.random((len(g_ht), T)) < 0.01) * np.minimum(
-            2 + rng.pareto(1.5, size=(len(g_ht), T)), 30) * sampling_sd[g_ht, None]
+        bursts = (
+            (rng.random((len(g_ht), T)) < 0.01)
+            * np.minimum(2 + rng.pareto(1.5, size=(len(g_ht), T)), 30)
+            * sampling_sd[g_ht, None]
+        )
         for rows, add in ((g_bi, extra), (g_ht, bursts)):
             rand[rows] += add
             excl[rows] += add
@@ -411,8 +426,9 @@ class _Fleet:
         """A random gCPU method satisfying ``ok`` whose call tree has no event yet."""
         free = np.flatnonzero(ok & ~self.tree_used[self.root])
         if len(free) == 0:
-            raise InputError("FleetSpec", "a fleet large enough for the events asked for",
-                             self.spec.n_series)
+            raise InputError(
+                "FleetSpec", "a fleet large enough for the events asked for", self.spec.n_series
+            )
         v = int(free[self.rng.integers(len(free))])
         self.tree_used[self.root[v]] = True
         return v
@@ -446,13 +462,27 @@ class _Fleet:
         else:
             self.other[row - self.n_g, span] += values
 
-    def _record(self, kind: EventKind, rows: list[int], sizes: list[float], start: int,
-                n_after: int, end: float | None = None) -> None:
+    def _record(
+        self,
+        kind: EventKind,
+        rows: list[int],
+        sizes: list[float],
+        start: int,
+        n_after: int,
+        end: float | None = None,
+    ) -> None:
         in_mde = np.abs(sizes) / mde(self.sd[rows], n_after, self.spec.alpha)
-        self.events.append(PlantedEvent(
-            f"g{len(self.events):03d}-{kind}", kind, tuple(self.series_id(r) for r in rows),
-            tuple(float(s) for s in sizes), tuple(float(x) for x in in_mde),
-            float(self.times[start]), end))
+        self.events.append(
+            PlantedEvent(
+                f"g{len(self.events):03d}-{kind}",
+                kind,
+                tuple(self.series_id(r) for r in rows),
+                tuple(float(s) for s in sizes),
+                tuple(float(x) for x in in_mde),
+                float(self.times[start]),
+                end,
+            )
+        )
 
     def _couple(self, v: int, j: int, sign: float) -> None:
         """Method ``v``'s own cost fluctuates (request mix; white, ``COUPLED_SHARE`` of its
@@ -477,9 +507,8 @@ class _Fleet:
         return f"{kind}:{self.endpoints[k]}"
 
     def plant_events(self) -> None:
-        sp, rng, T = self.spec, self.rng, self.spec.n_points
+        sp, rng = self.spec, self.rng
         a0, a1, n_g = self.a0, self.a1, self.n_g
-        window = lambda: int(rng.integers(a0, a1))  # noqa: E731
         n_reg = sp.n_regressions
         sizes = np.resize(np.asarray(sp.step_sizes_mde, dtype=float), n_reg)
         rng.shuffle(sizes)
@@ -615,12 +644,17 @@ class _Fleet:
         ids = [self.series_id(r) for r in range(sp.n_series)]
         kinds = ["gcpu"] * n_g + ["latency"] * self.n_lat + ["throughput"] * (self.n_o - self.n_lat)
         units = {"gcpu": "share", "latency": "ms", "throughput": "rps"}
-        series = [Series(i, k, self.times, values[r], unit=units[k])
-                  for r, (i, k) in enumerate(zip(ids, kinds))]
+        series = [
+            Series(i, k, self.times, values[r], unit=units[k])
+            for r, (i, k) in enumerate(zip(ids, kinds))
+        ]
         seen = {s for e in self.events for s in e.series_ids}
         start = self.a0
-        quiet = [PlantedEvent(f"q-{i}", "none", (i,), (0.0,), (0.0,), float(self.times[start]))
-                 for i in ids if i not in seen]
+        quiet = [
+            PlantedEvent(f"q-{i}", "none", (i,), (0.0,), (0.0,), float(self.times[start]))
+            for i in ids
+            if i not in seen
+        ]
         caller = {ids[v]: (ids[int(p)] if p >= 0 else None) for v, p in enumerate(self.parent)}
         truth = FleetTruth(
             tuple(self.events + quiet),
