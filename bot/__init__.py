@@ -13,7 +13,6 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from regbot.bot.cli import main
     from regbot.bot.config import Config, GateSettings, load_config, parse_config
     from regbot.bot.gate import GateDecision, decide_gate
     from regbot.bot.state import StateStore, open_state, open_state_read_only
@@ -25,7 +24,6 @@ _HOME = {
     "StateStore": "state",
     "decide_gate": "gate",
     "load_config": "config",
-    "main": "cli",
     "open_state": "state",
     "open_state_read_only": "state",
     "parse_config": "config",
@@ -38,7 +36,6 @@ __all__ = [
     "StateStore",
     "decide_gate",
     "load_config",
-    "main",
     "open_state",
     "open_state_read_only",
     "parse_config",

@@ -26,6 +26,7 @@ from regbot.attribution.signal_correlation import Signal
 from regbot.attribution.stack_paths import heaviest_paths
 from regbot.detection.dedup_context import subroutine_of_series
 from regbot.detection.model import Candidate
+from regbot.detection.stages import Stage
 from regbot.profiles.sample_index import SampleIndex
 from regbot.report.model import RegressionEntry, Report, SuspectCommit
 
@@ -66,10 +67,12 @@ def _suspects(scored: Sequence[ScoredCommit]) -> tuple[SuspectCommit, ...]:
 def share_ratio_of(candidate: Candidate) -> float:
     """The deploy's share inflation at the candidate's change, from its ``share_inflation``
     verdict: the common ratio when it was significantly above 1, else 1."""
-    verdict = candidate.verdicts.get("share_inflation")
+    verdict = candidate.verdicts.get(Stage.SHARE_INFLATION)
     if verdict is None or "inflating" not in verdict.numbers:
         return 1.0
-    return float(verdict.numbers["ratio"]) if verdict.numbers["inflating"] else 1.0
+    ratio = verdict.numbers["ratio"]
+    inflating = verdict.numbers["inflating"] is True
+    return float(ratio) if inflating and isinstance(ratio, int | float) else 1.0
 
 
 def evidence_of(candidate: Candidate) -> RegressionEvidence:

@@ -302,9 +302,7 @@ def _workload(r: Reader, value: object, key: str) -> WorkloadSettings:
     threshold = d.get("threshold")
     at, at_threshold = f"{key}.windows", f"{key}.threshold"
     duration, or_zero = values.duration, values.duration_or_zero
-    windows = r.section(
-        d.get("windows"), at, ("historical", "analysis", "extended", "min_points")
-    )
+    windows = r.section(d.get("windows"), at, ("historical", "analysis", "extended", "min_points"))
     return WorkloadSettings(
         threshold=base.threshold if threshold is None else _threshold(r, threshold, at_threshold),
         windows=Windows(

@@ -77,6 +77,13 @@ class GateDecision:
         )
 
 
+_MISSING_BASELINE_STATE: dict[str, GateState] = {
+    "neutral": "neutral",
+    "fail": "failure",
+    "pass": "success",
+}
+
+
 def fails_policy(
     view: RegressionEntry, settings: GateSettings, analysis_start_s: float | None = None
 ) -> bool:
@@ -176,9 +183,7 @@ def decide_gate(report: Report, settings: GateSettings) -> GateDecision:
         if n_missing:
             title += f"; {missing_text}"
     elif n_missing:
-        state = {"neutral": "neutral", "fail": "failure", "pass": "success"}[
-            settings.on_missing_baseline
-        ]
+        state = _MISSING_BASELINE_STATE[settings.on_missing_baseline]
         title = {
             "neutral": f"Not judged: {missing_text}",
             "fail": f"Failed: {missing_text}",

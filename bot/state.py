@@ -173,7 +173,17 @@ class StateStore:
         ).fetchone()
         if row is None:
             return None
-        return StoredRegression(*row[:7], read_regression(json.loads(row[7]), f"regression {row[0]}"))
+        rid, series_id, detector, change_time_s, group_id, first_seen_s, last_seen_s, entry = row
+        return StoredRegression(
+            rid,
+            series_id,
+            detector,
+            change_time_s,
+            group_id,
+            first_seen_s,
+            last_seen_s,
+            read_regression(json.loads(entry), f"regression {rid}"),
+        )
 
     def groups(self, since_s: float = float("-inf")) -> list[Group]:
         """Groups with a member whose change is at or after ``since_s``, members in order."""

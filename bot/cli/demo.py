@@ -15,6 +15,7 @@ import json
 import shlex
 import tempfile
 from pathlib import Path
+from typing import Final
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -31,7 +32,7 @@ from regbot.datasets.service import Scenario, build_scenario
 from regbot.report.decode import read_report
 from regbot.report.model import RegressionEntry, Report
 
-DEMO_KIND = "slower"
+DEMO_KIND: Final = "slower"
 
 
 def _describe(scenario: Scenario) -> str:
@@ -50,9 +51,7 @@ def _regression_of(report: Report, scenario: Scenario) -> RegressionEntry | None
     """The reported regression on the culprit's series that names it, else any that names it,
     else the one on its series."""
     naming = [
-        e
-        for e in report.regressions
-        if any(c.commit == scenario.culprit_sha for c in e.candidates)
+        e for e in report.regressions if any(c.commit == scenario.culprit_sha for c in e.candidates)
     ]
     on_series = [e for e in report.regressions if e.series == scenario.culprit_function]
     return next(iter([e for e in on_series if e in naming] + naming + on_series), None)

@@ -50,54 +50,10 @@ from regbot.report.plain import json_plain
 # --- finding a regression -----------------------------------------------------------------
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 # --- the group and the series --------------------------------------------------------------
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 # --- JSON -----------------------------------------------------------------------------------
-
-
-
-
-
-
-
-
 
 
 # --- the command ----------------------------------------------------------------------------
@@ -132,13 +88,13 @@ def settings_in_force(config: Config) -> dict[str, object]:
             "dedup": {
                 **asdict(config.dedup),
                 "cost_shift": shift if cost.enabled else None,
-                "share_inflation": {"alpha": cost.inflation_alpha} if cost.share_inflation else None,
+                "share_inflation": {"alpha": cost.inflation_alpha}
+                if cost.share_inflation
+                else None,
             },
         }
     )
     return cast(dict[str, object], plain)  # json_plain keeps a mapping a mapping
-
-
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:

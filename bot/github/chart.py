@@ -23,7 +23,6 @@ CHART_MAX_POINTS = 60
 _MERMAID_TEXT = re.compile(r"[^A-Za-z0-9 ._:/()%+,-]+")
 
 
-
 @dataclass(frozen=True, slots=True)
 class _TimeUnit:
     name: str
@@ -198,7 +197,6 @@ def mermaid_chart(
         + "; the change is at 0."
     )
     return _fenced(chart, "mermaid") + "\n\n" + caption
-
 
 
 def read_point(point: object, i: int) -> tuple[float, float]:

@@ -77,8 +77,6 @@ def find_marker(body: str) -> tuple[str, int] | None:
     return None if match is None else (match.group(1), int(match.group(2)))
 
 
-
-
 # ---------------------------------------------------------------------------------------------
 # The comment
 

@@ -188,8 +188,8 @@ def evidence_lines(view: RegressionEntry) -> list[str]:
         f"- **Deduplicated**: group {code_span(view.group, 80)} with {n} duplicate"
         f"{'s' if n != 1 else ''} merged into this report."
     )
-    for stage, verdict in passed.items():
-        if stage not in EVIDENCE and stage not in _GROUP_STAGES and stage != "group":
+    for name, verdict in passed.items():
+        if name not in EVIDENCE and name not in _GROUP_STAGES and name != "group":
             reason = _Numbers(verdict, frozenset()).reason
-            lines.append(f"- **{inline(stage, 40)}**: {reason}.")
+            lines.append(f"- **{inline(name, 40)}**: {reason}.")
     return lines[:MAX_EVIDENCE_LINES]

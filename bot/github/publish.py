@@ -53,7 +53,7 @@ from regbot.bot.github.comment import comment_marker, render_comment
 from regbot.bot.state import StateStore, StoredComment
 from regbot.detection.dedup_context import subroutine_of_series
 from regbot.errors import InputError
-from regbot.report.model import CommentOutcome, RegressionEntry, Report, SkippedComment
+from regbot.report.model import CommentOutcome, Outcome, RegressionEntry, Report, SkippedComment
 
 __all__ = [
     "CONFIDENCE_RANK",
@@ -315,6 +315,7 @@ def publish_comments(
             if pr not in listings:
                 listings[pr] = client.list_comments(pr)
             plan, existing = planned_outcome(listings[pr], marker, body)
+            outcome: Outcome
             if plan == "unchanged" and existing is not None:
                 info, outcome = existing, "unchanged"
             elif result.writes >= policy.max_per_run:

@@ -20,7 +20,6 @@ MAX_SUMMARY_ROWS = 200
 MAX_MISSING_LISTED = 100
 
 
-
 def _funnel(report: Report) -> list[str]:
     rows = ["| Stage | Count |", "|---|---:|"]
     for stage, count in report.funnel.to_json().items():
@@ -43,11 +42,17 @@ def _summary_row(view: RegressionEntry) -> str:
     )
 
 
-def _missing_block(missing: Sequence[str]) -> list[str]:
-    names = list(missing)
-    for i, name in enumerate(names):
+def _names(missing: object) -> list[str]:
+    """The missing-baseline names given, each checked to be text."""
+    names = []
+    for i, name in enumerate(read_list(missing, "missing")):
         if not isinstance(name, str):
             raise InputError(f"missing[{i}]", "a series or source name", name)
+        names.append(name)
+    return names
+
+
+def _missing_block(names: Sequence[str]) -> list[str]:
     n = len(names)
     lines = [
         f"> ⚠️ **Missing baselines**: {n} series or source{'s' if n != 1 else ''} had no "
@@ -66,13 +71,13 @@ def render_summary(report: Report, *, missing: Sequence[str] = ()) -> str:
     confidence and top suspect (at most :data:`MAX_SUMMARY_ROWS` rows, with a count of the
     rest). Same escaping rules as the comment."""
     views = report.regressions
-    missing = read_list(missing, "missing")
+    names = _names(missing)
     out = ["## regbot", ""]
     analysis = report.window.nominal.analysis
     if all(math.isfinite(t) for t in analysis):
         out += [f"Analysis window {format_time(analysis[0])} → {format_time(analysis[1])}.", ""]
-    if missing:
-        out += [*_missing_block(missing), ""]
+    if names:
+        out += [*_missing_block(names), ""]
     out += ["### Funnel", "", *_funnel(report), ""]
     out += [f"### Regressions ({len(views)})", ""]
     if views:

@@ -92,12 +92,15 @@ def verdicts_table(entry: RegressionEntry | None) -> Table:
     table.add_column("stage", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     table.add_column("reason and numbers", ratio=1)
-    for stage, verdict in ordered_verdicts(entry) if entry is not None else ():
+    if entry is None:
+        table.caption = "no verdicts stored"
+        return table
+    for stage, verdict in ordered_verdicts(entry):
         result = (
             Text("passed", style="green") if verdict.passed else Text("FAILED", style="bold red")
         )
         table.add_row(safe(stage), result, verdict_cell(stage, verdict, entry.kind))
-    for stage in stages_not_reached(entry) if entry is not None else ():
+    for stage in stages_not_reached(entry):
         table.add_row(
             safe(stage), Text("not reached", style="dim"), Text("removed earlier", style="dim")
         )

@@ -20,7 +20,6 @@ from regbot.errors import InputError
 from regbot.report.model import (
     CONFIDENCES,
     CommentOutcome,
-    Confidence,
     DeploySection,
     Funnel,
     GateSection,
@@ -209,7 +208,7 @@ def read_regression(value: object, where: str = "regression") -> RegressionEntry
             str(stage): _verdict(v, f"{where}.verdicts.{stage}") for stage, v in verdicts.items()
         },
         candidates=_suspects(entry.get("candidates") or [], f"{where}.candidates"),
-        confidence=cast(Confidence, confidence),
+        confidence=confidence,
         ranking=None
         if optional_lists["ranking"] is None
         else _suspects(optional_lists["ranking"], f"{where}.ranking"),

@@ -48,7 +48,7 @@ class VerdictEntry:
 @dataclass(frozen=True, slots=True)
 class SuspectCommit:
     """One suspect commit of a regression (SPEC §4 ``candidates``, and the wider ``ranking``),
-        with each score part; ``rank`` is its 1-based place in the list that holds it (not written:
+    with each score part; ``rank`` is its 1-based place in the list that holds it (not written:
     the list's order is the rank)."""
 
     commit: str
@@ -65,21 +65,23 @@ class SuspectCommit:
     """``github`` when the pull request was found through GitHub (not in the commit message)."""
 
     def to_json(self) -> dict[str, JSONValue]:
-        return {
+        parts: dict[str, JSONValue] = {
+            "gcpu_attribution": self.gcpu_attribution,
+            "text_similarity": self.text_similarity,
+            "correlation": self.correlation,
+        }
+        suspect: dict[str, JSONValue] = {
             "commit": self.commit,
             "pull_request": self.pull_request,
             "title": self.title,
             "score": self.score,
-            "parts": {
-                "gcpu_attribution": self.gcpu_attribution,
-                "text_similarity": self.text_similarity,
-                "correlation": self.correlation,
-            },
+            "parts": parts,
             "author": self.author,
             "matched": list(self.matched),
-        } | (
-            {} if self.pull_request_from is None else {"pull_request_from": self.pull_request_from}
-        )
+        }
+        if self.pull_request_from is not None:
+            suspect["pull_request_from"] = self.pull_request_from
+        return suspect
 
 
 @dataclass(frozen=True, slots=True)

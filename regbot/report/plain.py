@@ -17,7 +17,7 @@ __all__ = ["JSONValue", "json_plain", "finite_or_none"]
 JSONValue: TypeAlias = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
 
 
-def finite_or_none(value: float) -> float | None:
+def finite_or_none(value: float | np.floating) -> float | None:
     """``value`` as a float, or None when it is NaN or infinite."""
     value = float(value)
     return value if math.isfinite(value) else None

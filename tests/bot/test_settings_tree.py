@@ -82,7 +82,12 @@ TABLE: list[tuple[str, object, str | None, object]] = [
     ("detection.went_away.periods", "1d", "detection.went_away.periods_s", (DAY,)),
     ("detection.went_away.acf_alpha", 0.02, None, 0.02),
     ("detection.seasonality.acf_alpha", 0.05, None, 0.05),
-    ("detection.seasonality.periods", ["12h", "7d"], "detection.seasonality.periods_s", (12 * HOUR, 7 * DAY)),
+    (
+        "detection.seasonality.periods",
+        ["12h", "7d"],
+        "detection.seasonality.periods_s",
+        (12 * HOUR, 7 * DAY),
+    ),
     ("detection.seasonality.z_threshold", "2.5", None, 2.5),
     ("detection.long_term.enabled", False, None, False),
     ("detection.long_term.analysis", "3d", "detection.long_term.analysis_s", 3 * DAY),
@@ -232,7 +237,9 @@ def test_the_table_covers_every_key_the_reader_accepts() -> None:
 
     def covered(key: str) -> bool:
         return any(
-            row == key or row.startswith((key + ".", key + "[")) or key.startswith((row + ".", row + "["))
+            row == key
+            or row.startswith((key + ".", key + "["))
+            or key.startswith((row + ".", row + "["))
             for row in rows
         )
 
