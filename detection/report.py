@@ -10,7 +10,7 @@ from regbot.detection.model import Candidate
 from regbot.detection.pipeline import DetectionResult
 from regbot.detection.ratios import relative_change
 from regbot.detection.series_batch import WindowBounds
-from regbot.detection.stages import Stage
+from regbot.detection.stages import DEDUP_STAGES, Stage
 from regbot.detection.window_plan import WINDOW_NAMES
 from regbot.report.model import (
     Funnel,
@@ -27,15 +27,6 @@ if TYPE_CHECKING:
     from regbot.detection.dedup import DedupResult
 
 __all__ = ["build_report", "regression_entry", "regression_id", "window_section"]
-
-_DEDUP_ORDER = (
-    Stage.SHARE_INFLATION,
-    Stage.SAME_REGRESSION,
-    Stage.SOM_DEDUP,
-    Stage.COST_SHIFT,
-    Stage.STACK_DEDUP,
-    Stage.PAIRWISE_DEDUP,
-)
 
 
 def regression_entry(
@@ -107,7 +98,7 @@ def funnel_of(result: DetectionResult, dedup: DedupResult | None) -> Funnel:
     dedup entries say that nothing was removed (each equals the count after the thresholds)."""
     funnel = result.funnel
     counts = dedup.funnel if dedup is not None else {}
-    for stage in _DEDUP_ORDER:
+    for stage in DEDUP_STAGES:
         if stage in counts:
             funnel = funnel.counted(stage, counts[stage])
         elif dedup is None and stage is not Stage.STACK_DEDUP:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum, unique
 
-__all__ = ["FUNNEL_KEYS", "Stage"]
+__all__ = ["DEDUP_STAGES", "FUNNEL_KEYS", "Stage"]
 
 
 @unique
@@ -45,7 +45,7 @@ class Stage(StrEnum):
 
     @property
     def is_dedup(self) -> bool:
-        return self in _DEDUP
+        return self in DEDUP_STAGES
 
 
 _FUNNEL_KEY: dict[Stage, str] = {
@@ -61,16 +61,15 @@ _FUNNEL_KEY: dict[Stage, str] = {
     Stage.STACK_DEDUP: "after_pairwise_dedup",
     Stage.LONG_TERM: "long_term",
 }
-_DEDUP = frozenset(
-    {
-        Stage.SHARE_INFLATION,
-        Stage.SAME_REGRESSION,
-        Stage.SOM_DEDUP,
-        Stage.COST_SHIFT,
-        Stage.STACK_DEDUP,
-        Stage.PAIRWISE_DEDUP,
-    }
+DEDUP_STAGES: tuple[Stage, ...] = (
+    Stage.SHARE_INFLATION,
+    Stage.SAME_REGRESSION,
+    Stage.SOM_DEDUP,
+    Stage.COST_SHIFT,
+    Stage.STACK_DEDUP,
+    Stage.PAIRWISE_DEDUP,
 )
+"""The dedup stages (FBDetect §5.4–5.5, KDD'18 §2.3) in pipeline order."""
 
 FUNNEL_KEYS: tuple[str, ...] = (
     "series",
