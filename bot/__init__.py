@@ -9,8 +9,9 @@ importing one room does not import the others.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from regbot.lazy_exports import resolver
 
 if TYPE_CHECKING:
     from regbot.bot.config import Config, GateSettings, load_config, parse_config
@@ -42,7 +43,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(import_module(f"regbot.bot.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = resolver(__name__, _HOME)

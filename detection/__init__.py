@@ -9,8 +9,9 @@ defining modules works as well.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from regbot.lazy_exports import resolver
 
 if TYPE_CHECKING:
     from regbot.detection.dedup import DedupResult, deduplicate
@@ -69,7 +70,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(import_module(f"regbot.detection.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = resolver(__name__, _HOME)
