@@ -22,6 +22,7 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.rule import Rule
 
+from regbot.bot.cli.exit_codes import EXIT_OK
 from regbot.bot.explanation.build import build_explanation
 from regbot.bot.explanation.model import Explanation
 from regbot.bot.github.comment import comment_marker, render_comment
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     entry = _regression_of(report, scenario)
     if entry is None:
         err.print("regbot demo: the planted regression was not reported", highlight=False)
-        return 0
+        return EXIT_OK
     with open_state_read_only(scenario.state_path) as state:
         explanation = build_explanation(
             entry.id,
@@ -133,4 +134,4 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         highlight=False,
         markup=False,
     )
-    return 0
+    return EXIT_OK

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from regbot import __version__
 from regbot.atomic import write_json_atomic
+from regbot.bot.cli.exit_codes import EXIT_OK
 from regbot.bot.config import load_config
 from regbot.bot.dedup_context import (
     build_dedup_context,
@@ -55,4 +56,4 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.output is not None:
         write_json_atomic(args.output, report.to_json())
         err.print(f"wrote {args.output}", highlight=False)
-    return 0
+    return EXIT_OK

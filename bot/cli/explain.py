@@ -40,6 +40,7 @@ from typing import cast
 
 from rich.console import Console
 
+from regbot.bot.cli.exit_codes import EXIT_OK
 from regbot.bot.config import Config, load_config
 from regbot.bot.explanation.build import build_explanation, explanation_json
 from regbot.bot.explanation.lookup import known_ids, resolve_id
@@ -124,7 +125,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         payload = {**explanation_json(explanation), "settings": settings}
         out.out(json.dumps(payload, indent=2, allow_nan=False), highlight=False)
-        return 0
+        return EXIT_OK
     for renderable in [*explain_renderables(explanation), *settings_renderables(settings)]:
         out.print(renderable)
-    return 0
+    return EXIT_OK

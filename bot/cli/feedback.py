@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from regbot.bot.cli.exit_codes import EXIT_OK
 from regbot.bot.config import load_config
 from regbot.bot.state import FeedbackEntry, open_state
 from regbot.errors import InputError
@@ -78,9 +79,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         payload = json.dumps({"state": str(path), "feedback": rows}, indent=2)
         out.print(payload, markup=False, highlight=False, soft_wrap=True)
-        return 0
+        return EXIT_OK
     if not rows:
         out.print(f"no feedback recorded in {escape(str(path))}", highlight=False)
-        return 0
+        return EXIT_OK
     out.print(feedback_table(rows))
-    return 0
+    return EXIT_OK

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from regbot.bot.cli.exit_codes import EXIT_OK
 from regbot.bot.sources.profiles import collect_profile_paths, ingest_profiles
 from regbot.bot.views.tables import gcpu_table, ingest_table
 from regbot.errors import InputError
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             on_file=lambda _path, size: progress.advance(task, size),
         )
     out.print(ingest_table(summary))
-    return 0
+    return EXIT_OK
 
 
 def run_gcpu(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -83,4 +84,4 @@ def run_gcpu(args: argparse.Namespace, out: Console, err: Console) -> int:
         writer = write_series_csv if args.output.suffix == ".csv" else write_series_jsonl
         writer(matrix.series(), args.output)
         err.print(f"wrote {len(matrix.subroutines):,} series to {args.output}", highlight=False)
-    return 0
+    return EXIT_OK

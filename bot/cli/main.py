@@ -11,9 +11,8 @@ from pathlib import Path
 from rich.console import Console
 
 from regbot import __version__
+from regbot.bot.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from regbot.errors import InputError, RegbotError
-
-EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 class _ArgumentParser(argparse.ArgumentParser):

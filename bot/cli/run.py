@@ -51,6 +51,7 @@ from regbot.atomic import write_json_atomic
 from regbot.attribution.attribute import DeployChanges, prepare_changes, with_lines
 from regbot.attribution.changes import read_change_set
 from regbot.bot.attribution_entries import attribute_entries
+from regbot.bot.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from regbot.bot.config import Config, load_config
 from regbot.bot.dedup_context import build_dedup_context, deduplicate_against_state
 from regbot.bot.deploy_range import deploy_line_reader, resolve_deploy_range
@@ -248,5 +249,5 @@ def _run(
         err.print(line, markup=False, highlight=False, soft_wrap=True)
     if enforced and decision.state == "failure":
         err.print(f"regbot: gate failed: {decision.title}", markup=False, highlight=False)
-        return 1
-    return 0
+        return EXIT_GATE_FAILED
+    return EXIT_OK
