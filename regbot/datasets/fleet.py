@@ -1,50 +1,12 @@
 """Fleet simulator: gCPU series of many subroutines with planted events and their ground truth.
 
-The model makes FBDetect §2's feasibility simulation concrete for stack-trace sampling; like
-ruptures' datasets it returns ``(signal, truth)`` from a seed and is reused by tests and
-benchmarks. Everything is pure and seeded: one ``numpy.random.Generator`` per call.
+FBDetect §2's feasibility simulation made concrete for stack-trace sampling: subroutines with
+log-uniform base shares, a diurnal load, mixed server generations, daily patterns, multinomial
+sampling noise per bucket, and planted steps, creeps, transients, seasonal peaks and cost shifts
+sized in minimum detectable effects (Appendix A.2). Like ruptures' datasets it returns
+``(signal, truth)`` from a seed. Time O(n·T); memory one float64 (n, T) array.
 
-* **Subroutines.** k = ``n_series`` subroutines with base gCPU shares drawn log-uniformly over
-  [``min_share``, ``max_share``] (default 0.001%, the paper's "non-trivial" floor, to 2%). A stack
-  sample lands in exactly one subroutine or in "other code", so the shares must sum below 1:
-  when a draw sums above ``total_share`` the upper bound is lowered (same uniform draws,
-  bisection) until it fits. With 10,000 subroutines the median share is then ≈0.006%, near the
-  paper's 0.0083% (k = 12,048 ≈ 1/median). When even the floor cannot fit
-  (n·min_share > total_share/2) the floor drops to total_share/(2n).
-* **Load.** Samples per bucket N_t = ``samples_per_bucket``·(1 + ``diurnal_amplitude``·sin(2πt/day))
-  with t in epoch seconds, rounded to an integer.
-* **Server generations.** ``generations`` generations share the fleet: at the daily trough each
-  serves an equal part, and the newest takes all load above the trough (new machines take the
-  peak), so the mix follows the load. Each subroutine costs 1 ± ``generation_cost_spread``
-  (uniform) relative to its base on each generation, normalised so its time-averaged share is its
-  base share. This makes load-correlated wiggles of about 1% of the share (§2's mixed
-  generations with different means), which matter beside the sampling noise of the largest
-  series only; one generation or no diurnal swing removes them.
-* **Daily patterns.** ``seasonal_share`` of the series (any except ``seasonal_peak`` ones) get
-  ``amp·cos(2π(t − peak)/day)``, amp 3–10 MDE capped at half the base share, with the peak's
-  time of day outside the analysis window; they may
-  also carry another event. ``seasonal_peak`` series get the same pattern peaking inside it.
-* **Sampling noise.** Per bucket, one multinomial draw with N_t trials over
-  (shares of all subroutines..., other code); gCPU = count / N_t. The loop runs over buckets only.
-  It is exact jointly (counts of one bucket sum to N_t) and measured as fast as the alternative,
-  independent ``Binomial(N_t, p)`` draws on the whole (n, T) array (both ≈2 s for 10,000 × 1,500),
-  so no normal approximation is needed.
-* **Events**, on disjoint sets of series chosen by a random permutation, sized in units of the
-  series' minimum detectable effect (MDE) for the points from the event's start to the series' end:
-  ``step`` (m·MDE for m cycling through ``step_sizes_mde``, from a random point of the analysis
-  window to the end); ``transient_spike``/``transient_dip`` (3–10 MDE for 2–12 buckets from a point
-  of the analysis window; a dip is capped at 80% of the lowest share during it); ``creep`` (a linear ramp
-  over the analysis window to 3–5 MDE, held after); ``seasonal_peak`` (a daily pattern of 3–10 MDE,
-  capped at half the base share, peaking in the analysis window, nothing else); the rest ``none``.
-  Steps and creeps are the regressions a detector should report.
-* **MDE** (Appendix A.2, Expression 7): Δ ≈ T_critical·sqrt(s²/n₂) with s² = p(1−p)/N the
-  binomial per-bucket variance of the series' gCPU, n₂ the post-change points and
-  T_critical = t.ppf(1 − α/2, n₂ − 1) (n₁ ≫ n₂, so the post-change points set the degrees of freedom).
-
-Windows: the analysis window is the ``analysis_points`` points before the last
-``extended_points``; the historical window is everything before it. Time O(n·T); memory one
-float64 (n, T) array (the sampled gCPU overwrites the probabilities column by column) whose rows
-the returned series view.
+Design (the model, term by term): docs/design/datasets_fleet.md
 """
 
 from __future__ import annotations
