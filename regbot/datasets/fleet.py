@@ -2,7 +2,7 @@
 
 FBDetect §2's feasibility simulation made concrete for stack-trace sampling: subroutines with
 log-uniform base shares, a diurnal load, mixed server generations, daily patterns, multinomial
-sampling noise per bucket, and planted steps, creeps, transients, seasonal peaks and cost shifts
+sampling noise per bucket, and planted steps, creeps, transients (spikes, dips) and seasonal peaks
 sized in minimum detectable effects (Appendix A.2). Like ruptures' datasets it returns
 ``(signal, truth)`` from a seed. Time O(n·T); memory one float64 (n, T) array.
 
