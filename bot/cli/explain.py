@@ -45,6 +45,7 @@ from regbot.bot.config import Config, load_config
 from regbot.bot.explanation.build import build_explanation, explanation_json
 from regbot.bot.explanation.lookup import known_ids, resolve_id
 from regbot.bot.state import open_state_read_only
+from regbot.detection.share_inflation import ShareInflationSettings
 from regbot.errors import InputError
 from regbot.report.plain import json_plain
 
@@ -89,7 +90,7 @@ def settings_in_force(config: Config) -> dict[str, object]:
             "dedup": {
                 **asdict(config.dedup),
                 "cost_shift": shift if cost.enabled else None,
-                "share_inflation": {"alpha": cost.inflation_alpha}
+                "share_inflation": asdict(ShareInflationSettings(alpha=cost.inflation_alpha))
                 if cost.share_inflation
                 else None,
             },

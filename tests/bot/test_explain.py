@@ -242,6 +242,8 @@ def test_the_settings_in_force_are_echoed(detect_state: dict, tmp_path: Path) ->
     assert settings["dedup"]["som"]["evidence_alpha"] == 0.05
     assert settings["dedup"]["cost_shift"]["fallen_alpha"] == 0.01
     assert settings["dedup"]["cost_shift"]["new_share"] == 0.01
+    inflation = settings["dedup"]["share_inflation"]  # every constant the stage runs with
+    assert inflation["alpha"] == 0.01 and inflation["min_series"] == 20
     assert settings["dedup"]["som"]["merge_distance"] == 0.5
     assert settings["dedup"]["som"]["block_weights"] == {
         "shape": 1.0,
