@@ -264,7 +264,7 @@ def run_fleet(args: argparse.Namespace) -> None:
         and any(len({owner[s] for s in m}) > 1 and f"gcpu:{ch}" in m for m in members.values())
     )
     print(f"reports: {len(result.representatives)} for {len(changes)} planted changes")
-    print(f"{'funnel':<38} " + " -> ".join(f"{k} {v}" for k, v in result.funnel.items()))
+    print(f"{'funnel':<38} " + " -> ".join(f"{k.funnel_key} {v}" for k, v in result.funnel.items()))
     print(f"{'cascades whole (4 of 4 in one group)':<38} {whole} of {args.cascades}")
     print(f"{'independent steps merged with another':<38} {merged_wrong} of {args.independent}")
     print(f"{'group purity':<38} {pure / max(1, len(members)):.1%}")
@@ -311,7 +311,8 @@ def main() -> None:
     print(
         "\nfunnel (first pass):",
         " -> ".join(
-            [f"candidates {len(candidates):,}"] + [f"{k} {v:,}" for k, v in first.funnel.items()]
+            [f"candidates {len(candidates):,}"]
+            + [f"{k.funnel_key} {v:,}" for k, v in first.funnel.items()]
         ),
     )
     print(
