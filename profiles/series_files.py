@@ -1,6 +1,7 @@
-"""Reading series files (SPEC §2): long-format CSV and JSON Lines, optionally gzipped, chosen
-by extension (``series_csv``, ``series_jsonl``); one series per id across all files, its points
-pooled and normalised by ``normalise_points`` (O(n log n)).
+"""Reading series files (SPEC §2): long-format CSV and JSON Lines, optionally gzipped, and
+Parquet and Arrow IPC, chosen by extension (``series_csv``, ``series_jsonl``, ``series_arrow``);
+one series per id across all files, its points pooled and normalised by ``normalise_points``
+(O(n log n)).
 
 Design: docs/design/profiles_series_files.md
 """
@@ -18,7 +19,7 @@ from regbot.profiles.series_csv import read_csv_parts
 from regbot.profiles.series_jsonl import read_jsonl_parts
 from regbot.profiles.series_parts import SeriesPart
 
-SUFFIXES = (".csv", ".jsonl", ".csv.gz", ".jsonl.gz")
+SUFFIXES = (".csv", ".jsonl", ".csv.gz", ".jsonl.gz", ".parquet", ".arrow")
 
 
 def default_kind(series_id: str) -> str:
@@ -103,6 +104,10 @@ def _read_parts(path: Path) -> list[SeriesPart]:
     if not path.is_file():
         what = "a file, not a folder" if path.is_dir() else "an existing series file"
         raise InputError(str(path), what)
+    if suffix in (".parquet", ".arrow"):
+        from regbot.profiles.series_arrow import read_arrow_parts
+
+        return read_arrow_parts(path)
     return read_csv_parts(path) if suffix.startswith(".csv") else read_jsonl_parts(path)
 
 

@@ -81,7 +81,13 @@ def run_gcpu(args: argparse.Namespace, out: Console, err: Console) -> int:
         from regbot.profiles.series_csv import write_series_csv
         from regbot.profiles.series_jsonl import write_series_jsonl
 
-        writer = write_series_csv if args.output.suffix == ".csv" else write_series_jsonl
+        suffix = args.output.suffix.lower()
+        if suffix == ".parquet":
+            from regbot.profiles.series_arrow import write_series_parquet
+
+            writer = write_series_parquet
+        else:
+            writer = write_series_csv if suffix == ".csv" else write_series_jsonl
         writer(matrix.series(), args.output)
         err.print(f"wrote {len(matrix.subroutines):,} series to {args.output}", highlight=False)
     return EXIT_OK

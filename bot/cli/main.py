@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     gcpu.add_argument("--self", dest="self_share", action="store_true", help="leaf (self) share")
     gcpu.add_argument("--top", type=int, default=15, help="rows to print (default 15)")
     gcpu.add_argument(
-        "-o", "--output", type=Path, metavar="OUT", help="write series (.jsonl or .csv)"
+        "-o", "--output", type=Path, metavar="OUT", help="write series (.jsonl, .csv or .parquet)"
     )
     detect = sub.add_parser("detect", help="run the detection pipeline over series files")
     detect.add_argument("series", nargs="+", type=Path, metavar="SERIES")

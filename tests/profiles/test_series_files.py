@@ -588,7 +588,7 @@ def test_broken_input_names_file_and_line(
 def test_unknown_extension(tmp_path: Path) -> None:
     message = input_error(write(tmp_path, "m.tsv", "timestamp\tseries\tvalue\n"))
     assert message == f"{tmp_path / 'm.tsv'}: expected a series file ending in " + (
-        ".csv, .jsonl, .csv.gz, .jsonl.gz, found 'm.tsv'"
+        ".csv, .jsonl, .csv.gz, .jsonl.gz, .parquet, .arrow, found 'm.tsv'"
     )
 
 
