@@ -165,11 +165,10 @@ def _check_types(path: Path, schema: Any) -> None:
 def _read_batch(
     path: Path, batch: Any, offset: int, text_names: list[str], gathered: dict[str, _Gathered]
 ) -> None:
-    ids_column = batch.column("series")
-    if ids_column.null_count:
-        row = offset + _first_null(ids_column)
+    ids, codes = _dictionary(batch.column("series"))
+    if (codes < 0).any():
+        row = offset + int(np.flatnonzero(codes < 0)[0])
         raise InputError(_where(path, row, "series"), "a series id", "null")
-    ids, codes = _dictionary(ids_column)
     if "" in ids:
         row = offset + int(np.flatnonzero(codes == ids.index(""))[0])
         raise InputError(_where(path, row, "series"), "a series id", "")
@@ -237,12 +236,16 @@ def _first_null(column: Any) -> int:
 
 
 def _dictionary(column: Any) -> tuple[list[str], np.ndarray]:
-    """The distinct texts of a string column and each row's index into them (-1 for null)."""
+    """The distinct texts of a string column and each row's index into them (-1 for null, also
+    for a null entry of a dictionary)."""
     if not pa.types.is_dictionary(column.type):
         column = pc.dictionary_encode(column)
-    texts = [str(t) for t in column.dictionary.to_pylist()]
-    indices = column.indices.fill_null(-1)
-    return texts, np.asarray(indices.to_numpy(), dtype=np.int64)
+    entries: list[str | None] = column.dictionary.to_pylist()
+    indices = np.asarray(column.indices.fill_null(-1).to_numpy(), dtype=np.int64)
+    if None in entries:
+        null_entry = np.asarray([entry is None for entry in entries] + [True])
+        indices = np.where(null_entry[indices], -1, indices)  # index -1 reads the last, True
+    return ["" if entry is None else entry for entry in entries], indices
 
 
 def _times(path: Path, column: Any, offset: int) -> np.ndarray:

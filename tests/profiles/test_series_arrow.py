@@ -234,6 +234,20 @@ def test_hostile_columns_are_refused(
     assert where in message and expected in message and "\n" not in message
 
 
+def test_null_entries_of_a_dictionary_are_nulls(tmp_path: Path) -> None:
+    kinds = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0]), pa.array(["latency", None]))
+    table = pa.table({**GOOD_TABLE, "series": pa.array(["a", "a", "b"]), "kind": kinds})
+    a, b = read_series_file(write_ipc(tmp_path / "k.arrow", table))
+    assert (a.kind, b.kind) == ("latency", "latency")
+    ids = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0]), pa.array(["a", None]))
+    table = pa.table({**GOOD_TABLE, "series": ids})
+    with pytest.raises(InputError, match=r"k\.arrow: row 2: series: expected a series id"):
+        read_series_file(write_ipc(tmp_path / "k.arrow", table))
+
+
+GOOD_TABLE = {"timestamp": [T0, T0 + 60, T0 + 120], "value": [1.0, 2.0, 3.0]}
+
+
 def test_the_row_counts_across_batches(tmp_path: Path) -> None:
     values = [1.0] * 100
     values[73] = float("inf")
