@@ -26,10 +26,10 @@ import pyarrow.parquet as pq
 from regbot.atomic import write_atomic
 from regbot.errors import InputError
 from regbot.profiles.model import Series
-from regbot.profiles.series_parts import SeriesPart
+from regbot.profiles.series_parts import LONG_COLUMNS, OPTIONAL_COLUMNS, SeriesPart, label_columns
 
-_REQUIRED = ("timestamp", "series", "value")
-_OPTIONAL = ("kind", "unit")
+_REQUIRED = LONG_COLUMNS
+_OPTIONAL = OPTIONAL_COLUMNS
 _BATCH_ROWS = 65_536
 _SECONDS_PER_UNIT = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _ARROW_ERRORS = (pa.ArrowException, OSError)
@@ -284,12 +284,7 @@ def write_series_parquet(series: Iterable[Series], path: Path) -> None:
     per label name (null where a series does not have the label), in name order."""
     items = list(series)
     path = Path(path)
-    label_names = sorted({name for item in items for name in item.labels})
-    clash = [name for name in label_names if name in _REQUIRED + _OPTIONAL]
-    if clash:
-        raise InputError(
-            f"{path}: labels", "label names other than the file's own columns", clash[0]
-        )
+    label_names = label_columns([item.labels for item in items], path, "file")
     counts = np.asarray([len(item.timestamps_s) for item in items], dtype=np.int64)
     codes = np.repeat(np.arange(len(items), dtype=np.int32), counts)
 

@@ -24,11 +24,18 @@ import numpy as np
 
 from regbot.errors import InputError
 from regbot.profiles.model import Series
-from regbot.profiles.series_parts import SeriesPart, read_series_text, write_series_text
+from regbot.profiles.series_parts import (
+    LONG_COLUMNS,
+    OPTIONAL_COLUMNS,
+    SeriesPart,
+    label_columns,
+    read_series_text,
+    write_series_text,
+)
 from regbot.timefmt import parse_time
 
-_REQUIRED = ("timestamp", "series", "value")
-_OPTIONAL = ("kind", "unit")
+_REQUIRED = LONG_COLUMNS
+_OPTIONAL = OPTIONAL_COLUMNS
 _MISSING_TEXT = frozenset({"", "nan", "null", "none", "na", "n/a"})
 Columns = Sequence[str]
 
@@ -252,12 +259,7 @@ def write_series_csv(series: Iterable[Series], path: Path) -> None:
     """Write SPEC §2 long-format CSV: ``timestamp,series,value,kind[,unit][,label…]``, floats as
     ``repr``; label columns are the union of the series' label names, in name order."""
     items = list(series)
-    label_names = sorted({name for item in items for name in item.labels})
-    clash = [name for name in label_names if name in _REQUIRED + _OPTIONAL]
-    if clash:
-        raise InputError(
-            f"{path}: labels", "label names other than the CSV's own columns", clash[0]
-        )
+    label_names = label_columns([item.labels for item in items], path, "CSV")
     with_unit = any(item.unit is not None for item in items)
     header = [*_REQUIRED, "kind", *(["unit"] if with_unit else []), *label_names]
 

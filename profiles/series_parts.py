@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -19,6 +19,9 @@ import numpy as np
 
 from regbot.atomic import write_atomic
 from regbot.errors import InputError
+
+LONG_COLUMNS = ("timestamp", "series", "value")  # SPEC §2's long format, in column order
+OPTIONAL_COLUMNS = ("kind", "unit")
 
 
 @dataclass(slots=True)
@@ -74,3 +77,16 @@ def write_series_text(path: Path, write: Callable[[IO[str]], None]) -> None:
             binary.close()
 
     write_atomic(path, write_binary)
+
+
+def label_columns(labels: Sequence[Mapping[str, str]], path: Path, file_kind: str) -> list[str]:
+    """The label columns a long-format file of series with ``labels`` gets: every label name,
+    in name order. A label named like one of the file's own columns is an InputError (it could
+    not be read back as a label)."""
+    names = sorted({name for item in labels for name in item})
+    clash = [name for name in names if name in LONG_COLUMNS + OPTIONAL_COLUMNS]
+    if clash:
+        raise InputError(
+            f"{path}: labels", f"label names other than the {file_kind}'s own columns", clash[0]
+        )
+    return names
