@@ -9,7 +9,6 @@ lacks a number (an older report) falls back to the stage's reason.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ from regbot.bot.github.markdown_safe import code_span, inline
 from regbot.bot.views.numbers import format_delta, format_percent, format_share
 from regbot.detection.stages import Stage
 from regbot.report.model import RegressionEntry, VerdictEntry
-from regbot.report.plain import JSONValue
+from regbot.report.plain import JSONValue, finite_number
 
 __all__ = ["EVIDENCE", "MAX_EVIDENCE_LINES", "evidence_lines"]
 
@@ -44,10 +43,7 @@ class _Numbers:
         return self._verdict.numbers.get(key)
 
     def num(self, key: str) -> float | None:
-        value = self.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        return float(value) if math.isfinite(value) else None
+        return finite_number(self.get(key))
 
 
 Render = Callable[[_Numbers, RegressionEntry], str]

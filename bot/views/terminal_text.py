@@ -9,13 +9,13 @@ sequence in a frame name must not reach the terminal). Only regbot's own fixed s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from rich.text import Text
 
 from regbot.bot.github.markdown_safe import clean
 from regbot.bot.views.numbers import format_number
+from regbot.report.plain import finite_number
 from regbot.timefmt import format_time
 
 LIST_ITEMS_SHOWN = 8
@@ -26,16 +26,9 @@ def safe(text: object, style: str = "") -> Text:
     return Text(clean(str(text)), style=style)
 
 
-def finite(value: object) -> float | None:
-    """``value`` as a float when it is a finite number (a verdict's numbers are JSON values)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def level(kind: str, value: object) -> str:
     """A level of a series: gCPU (a share of CPU) as a percentage, others as a number."""
-    number = finite(value)
+    number = finite_number(value)
     if number is None:
         return "n/a"
     return f"{format_number(number * 100)}%" if kind == "gcpu" else format_number(number)
@@ -43,7 +36,7 @@ def level(kind: str, value: object) -> str:
 
 def change(kind: str, value: object) -> str:
     """A signed change: gCPU in percentage points, others in the series' own unit."""
-    number = finite(value)
+    number = finite_number(value)
     if number is None:
         return "n/a"
     shown = format_number(number * 100 if kind == "gcpu" else number)
@@ -53,7 +46,7 @@ def change(kind: str, value: object) -> str:
 
 def time_text(value: object) -> str:
     """A time in UTC, or n/a."""
-    number = finite(value)
+    number = finite_number(value)
     return format_time(number) if number is not None else "n/a"
 
 

@@ -12,7 +12,7 @@ from typing import TypeAlias
 
 import numpy as np
 
-__all__ = ["JSONValue", "json_plain", "finite_or_none"]
+__all__ = ["JSONValue", "finite_number", "finite_or_none", "json_plain"]
 
 JSONValue: TypeAlias = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
 
@@ -21,6 +21,14 @@ def finite_or_none(value: float | np.floating) -> float | None:
     """``value`` as a float, or None when it is NaN or infinite."""
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def finite_number(value: object) -> float | None:
+    """A JSON value (a verdict's number) as a float when it is a finite number, else None
+    (text, a list, true/false and null are no number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def json_plain(value: object) -> JSONValue:
