@@ -41,12 +41,21 @@ from regbot.detection.stage_settings import (
     MergeRule,
 )
 from regbot.errors import InputError
-from regbot.settings_fields import NOT_IN_CONFIG, GitHubRepository, NonNegative, Share, Url
+from regbot.settings_fields import (
+    NOT_IN_CONFIG,
+    Count,
+    DaskAddress,
+    GitHubRepository,
+    NonNegative,
+    Share,
+    Url,
+)
 
 __all__ = [
     "CONFIG_NAME",
     "CommentPolicy",
     "Config",
+    "ExecutionSettings",
     "CostShiftDomain",
     "GateSettings",
     "GitHubSettings",
@@ -151,6 +160,22 @@ class ProfilesSettings:
     sample_type: str | None = None
 
 
+ExecutionEngine = Literal["local", "processes", "dask"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionSettings:
+    """Where detection's partitions run (``regbot.bot.execution``): ``local`` in this process,
+    ``processes`` in a pool of ``workers`` processes on this machine, ``dask`` on a Dask
+    cluster: the one at ``scheduler`` (``tcp://host:8786``), else a local cluster of
+    ``workers`` processes started for the run. ``workers`` 0: one per core. The report is the
+    same whichever engine runs it."""
+
+    engine: ExecutionEngine = "local"
+    scheduler: DaskAddress | None = None
+    workers: Count = 0
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """Everything ``regbot.yml`` can say; ``source`` is the file it came from. ``detection``
@@ -169,6 +194,7 @@ class Config:
     github: GitHubSettings = GitHubSettings()
     gate: GateSettings = GateSettings()
     profiles: ProfilesSettings = ProfilesSettings()
+    execution: ExecutionSettings = ExecutionSettings()
     state: Path = Path(".regbot/state.db")
     source: Annotated[str | None, NOT_IN_CONFIG] = None
 
@@ -210,6 +236,13 @@ def parse_config(
     messages, ``base_dir`` anchors relative paths, ``lines`` maps dotted key paths to lines."""
     reader = Reader(source, base_dir, lines or {})
     config = read_section(reader, Config, data, "", source=source)
+    execution = config.execution
+    if execution.scheduler is not None and execution.engine != "dask":
+        raise InputError(
+            reader.where("execution.scheduler"),
+            "a scheduler only with execution.engine: dask",
+            f"engine {execution.engine}",
+        )
     return replace(config, detection=config.detection_for())
 
 

@@ -128,8 +128,20 @@ def github_repository(value: object, where: str) -> str:
     return written
 
 
+DASK_SCHEMES = ("tcp://", "tls://", "ucx://", "ws://", "wss://", "inproc://")
+
+
+def dask_address(value: object, where: str) -> str:
+    """A Dask scheduler's address, as ``distributed.Client`` takes it (``tcp://host:8786``)."""
+    written = text(value, where)
+    if not written.startswith(DASK_SCHEMES) or written.endswith("//"):
+        raise InputError(where, "a Dask scheduler address such as tcp://host:8786", written)
+    return written
+
+
 TEXT_FORMS: dict[str, Callable[[object, str], str]] = {
     "regex": regex,
+    "dask-address": dask_address,
     "url": url,
     "owner/name": github_repository,
 }

@@ -53,8 +53,10 @@ def build_dedup_context(
     windows: WindowBounds,
     higher_is_better: frozenset[str],
     commit_subroutines: Mapping[str, frozenset[str]] | None = None,
+    series_ids: Sequence[str] = (),
 ) -> DedupContext:
-    """Every series (oriented), and for each candidate's subroutine its popularity over the
+    """The series (oriented; ``series_ids``: every id of the run when ``series`` holds only
+    those ``dedup_series_needed`` named), and for each candidate's subroutine its popularity over the
     windows, its upstream callers and the stack samples behind it in the analysis window (and
     those of the callers present on all of its stacks, the cost-shift callers domain)."""
     oriented = {
@@ -91,11 +93,36 @@ def build_dedup_context(
                     )
     return DedupContext(
         series=oriented,
+        series_ids=tuple(series_ids),
         popularity=popularity,
         callers=callers,
         stacks=stacks,
         commit_subroutines=dict(commit_subroutines or {}),
     )
+
+
+def dedup_series_needed(
+    candidates: Sequence[Candidate],
+    series_ids: Sequence[str],
+    index: SampleIndex | None,
+    windows: WindowBounds,
+    config: Config,
+) -> set[str]:
+    """The series whose values the dedup stages can ask for, from ids alone: the candidates',
+    their cost domains' members (callers from the sample store), and the fleet samples the
+    share-inflation and shared-cause estimates take (``evenly_spaced`` over all ids)."""
+    from regbot.detection.cost_domains import DomainIndex
+    from regbot.detection.dedup.shared_cause import load_sample_ids
+    from regbot.detection.share_inflation import ShareInflationSettings, inflation_sample_ids
+
+    bare = build_dedup_context(
+        candidates, [], index, windows, config.higher_is_better, series_ids=series_ids
+    )
+    domains = DomainIndex(bare, config.cost_shift)
+    wanted = set(load_sample_ids(bare)) | set(inflation_sample_ids(bare, ShareInflationSettings()))
+    for candidate in candidates:
+        wanted |= domains.member_ids(candidate)
+    return wanted
 
 
 def deduplicate_against_state(

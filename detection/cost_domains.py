@@ -113,7 +113,8 @@ class DomainIndex:
         self.context, self.settings = context, settings
         self.extra: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.families: dict[str, list[str]] = {}
-        for sid in context.series:
+        self.known = frozenset(context.all_series_ids())
+        for sid in context.all_series_ids():
             self.families.setdefault(_family(sid)[0], []).append(sid)
         self.sub_commits: dict[str, list[str]] = {}
         for commit in sorted(context.commit_subroutines):
@@ -149,7 +150,7 @@ class DomainIndex:
                 found.append(CostDomain("class", name, _with(sid, members)))
             for commit in self.sub_commits.get(sub, ()):
                 subs = {f"gcpu:{s}" for s in ctx.commit_subroutines[commit]}
-                members = [s for s in subs if s in ctx.series]
+                members = [s for s in subs if s in self.known]
                 found.append(CostDomain("commit", commit, _with(sid, members)))
         meta = ctx.metadata.get(sid, "")
         cut = max(meta.rfind("/"), meta.rfind(":"))
@@ -170,6 +171,36 @@ class DomainIndex:
                 label = f"{name}[{value}]" if pattern.groups else name
                 found.append(CostDomain("custom", label, _with(sid, members)))
         return [d for d in found if len(d.members) > 1]
+
+    def member_ids(self, cand: Candidate) -> set[str]:
+        """Every series any of the candidate's domains could hold, found from ids alone: the
+        series whose values the domains need (all callers stand in for the tightest)."""
+        sid = cand.series_id
+        family, key = _family(sid)
+        wanted = {sid}
+        sub = subroutine_of_series(sid)
+        if sub is not None:
+            wanted |= {f"gcpu:{c}" for c in self.context.callers.get(sub, ())} & self.known
+            qualifier = class_qualifier(parse_frame(sub).function)
+            if qualifier is not None:
+                wanted.update(self._class_index().get((qualifier, parse_frame(sub).file), ()))
+            for commit in self.sub_commits.get(sub, ()):
+                subs = {f"gcpu:{s}" for s in self.context.commit_subroutines[commit]}
+                wanted |= subs & self.known
+        meta = self.context.metadata.get(sid, "")
+        cut = max(meta.rfind("/"), meta.rfind(":"))
+        if cut >= 0:
+            wanted.update(self._prefixed("metadata", family, meta[: cut + 1]))
+        if family == "endpoint:" or cand.kind == "endpoint":
+            endpoint = _endpoint_prefix(key)
+            if endpoint is not None:
+                wanted.update(self._prefixed("endpoint", family, endpoint))
+        for i, (_, pattern) in enumerate(self.patterns):
+            match = pattern.search(key)
+            if match is not None:
+                value = match.group(1) if pattern.groups else None
+                wanted.update(self._custom_index(i, family).get(value, ()))
+        return wanted
 
     def _tightest_caller(self, cand: Candidate, sub: str) -> str | None:
         own: tuple[float, float] | None = None  # S's means, once a caller needs them

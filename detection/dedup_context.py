@@ -8,13 +8,30 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["DedupContext", "Group", "GroupMember", "StackShare", "subroutine_of_series"]
+__all__ = [
+    "DedupContext",
+    "Group",
+    "GroupMember",
+    "StackShare",
+    "evenly_spaced",
+    "subroutine_of_series",
+]
 
 
 def subroutine_of_series(series_id: str) -> str | None:
     """The subroutine a gCPU series measures (``gcpu:handle (app/views.py)`` → ``handle
     (app/views.py)``), or None for other series (throughput, latency...)."""
     return series_id[5:] if series_id.startswith("gcpu:") else None
+
+
+def evenly_spaced(ids: list[str], count: int) -> list[str]:
+    """At most ``count`` of the sorted ``ids``, evenly spaced (all of them when there are no
+    more): the fleet samples the dedup stages estimate from, the same whichever of the run's
+    series the context holds values for."""
+    if len(ids) <= count:
+        return ids
+    picks = np.unique(np.linspace(0, len(ids) - 1, count).round().astype(int))
+    return [ids[int(k)] for k in picks]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +51,11 @@ class DedupContext:
     """What the dedup and cost-shift stages know beyond the candidates, as plain data the bot
     builds from the sample store, the series and attribution.
 
-    ``series``: every series of the run, id → (times, oriented values), for domain costs and
-    correlations. ``popularity``: subroutine → share of samples whose stack contains it
+    ``series``: the run's series, id → (times, oriented values), for domain costs and
+    correlations: every series, or, when the run read its series in partitions, those the
+    stages ask for (the candidates, their cost domains' members, the fleet samples; the bot
+    gathers them). ``series_ids``: every series id of the run when ``series`` holds only some
+    (empty: the keys of ``series``). ``popularity``: subroutine → share of samples whose stack contains it
     (FBDetect's PopularityScore). ``callers``: subroutine → every subroutine seen above it on
     its stacks (its upstream-caller cost domain). ``stacks``: subroutine → its ``StackShare``
     (the candidates' and the callers present on all of a candidate's stacks). ``commit_subroutines``: commit →
@@ -46,12 +66,17 @@ class DedupContext:
     """
 
     series: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    series_ids: tuple[str, ...] = ()
     popularity: Mapping[str, float] = field(default_factory=dict)
     callers: Mapping[str, frozenset[str]] = field(default_factory=dict)
     stacks: Mapping[str, StackShare] = field(default_factory=dict)
     commit_subroutines: Mapping[str, frozenset[str]] = field(default_factory=dict)
     metadata: Mapping[str, str] = field(default_factory=dict)
     memo: dict[tuple[object, ...], object] = field(default_factory=dict, compare=False, repr=False)
+
+    def all_series_ids(self) -> tuple[str, ...]:
+        """Every series id of the run (``series_ids``, else the keys of ``series``)."""
+        return self.series_ids or tuple(self.series)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ come after these (``regbot.detection.dedup``) and write their own funnel entries
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -33,6 +34,7 @@ from regbot.detection.window_plan import (
     plan_windows,
     window_search_ranges,
 )
+from regbot.partition_ranges import partition_ranges
 from regbot.profiles.model import Series
 from regbot.report.model import Funnel
 
@@ -189,7 +191,40 @@ def run_detection(
 def detect_in_windows(
     series: list[Series], settings: DetectionSettings, windows: WindowBounds
 ) -> DetectionResult:
-    """The pipeline for the run's ``windows``, each series in its own (``plan_windows``)."""
+    """The pipeline for the run's ``windows``, each series in its own (``plan_windows``), in
+    partitions of at most ``settings.partition_series`` series (``partition_ranges``): the
+    same result as ``detect_partition`` over those partitions run anywhere, then
+    ``combine_findings``."""
+    findings = [
+        detect_partition(series[a:b], settings, windows)
+        for a, b in partition_ranges(len(series), settings.partition_series)
+    ]
+    return combine_findings(findings, settings, windows)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFindings:
+    """What detection finds in one partition of a run's series, before the run-wide steps
+    (``combine_findings``): the short-term candidates that passed the change-point test (not
+    yet cut for multiple testing, not yet judged by the filters), the long-term candidates of
+    every row the screen kept (the run decides which series the short-term path already
+    reports), the rows tested, the partition's series and what its windows held."""
+
+    candidates: list[Candidate]
+    long_term: list[Candidate]
+    tests: int
+    n_series: int
+    window_use: WindowUse | None
+
+
+def detect_partition(
+    series: Sequence[Series], settings: DetectionSettings, windows: WindowBounds
+) -> PartitionFindings:
+    """The per-series stages over one partition: windows per series, the fleet load removed
+    (estimated from the partition's rows), change points and their test, the long-term screen
+    and detector. A pure function of its arguments: a worker process or a Dask worker gives
+    the same findings as the caller's process."""
+    series = list(series)
     groups, use = plan_windows(series, windows, settings.workload.windows)
     parts = []
     for bounds, members in groups:
@@ -200,7 +235,7 @@ def detect_in_windows(
             end_s=bounds.end_s,
         )
         parts.append((batch, bounds))
-    return _detect_parts(parts, settings, windows, use, len(series))
+    return _batch_findings(parts, settings, len(series), use)
 
 
 def detect_batch(
@@ -208,28 +243,38 @@ def detect_batch(
 ) -> DetectionResult:
     """The pipeline over a packed batch, already cut to ``windows`` by the caller (a dense fleet:
     no window is widened here; the waiting-for-data rule still applies)."""
-    return _detect_parts([(batch, windows)], settings, windows, None, len(batch))
+    found = _batch_findings([(batch, windows)], settings, len(batch), None)
+    return combine_findings([found], settings, windows)
 
 
-def _detect_parts(
+def _batch_findings(
     parts: list[tuple[SeriesBatch, WindowBounds]],
     settings: DetectionSettings,
-    windows: WindowBounds,
-    use: WindowUse | None,
     n_series: int,
-) -> DetectionResult:
-    """The pipeline over batches of series, each with its bounds (``n_series``: all the run's
-    series, those without points in their windows included)."""
-    funnel = Funnel(series=n_series)
-    candidates = []
-    load_free = []
+    use: WindowUse | None,
+) -> PartitionFindings:
+    candidates: list[Candidate] = []
+    long_term: list[Candidate] = []
     for batch, bounds in parts:
         batch, load = remove_fleet_load(batch, bounds.analysis_start_s, settings.fleet_load)
-        load_free.append((batch, bounds))
         candidates += find_change_candidates(batch, bounds, settings, load)
-    parts = load_free
-    tests = sum(len(b) for b, _ in parts)
-    candidates = keep_discoveries(candidates, tests, settings)
+        long_term += detect_long_term_batch(batch, bounds, settings, set())
+    tests = sum(len(batch) for batch, _ in parts)
+    return PartitionFindings(candidates, long_term, tests, n_series, use)
+
+
+def combine_findings(
+    findings: Sequence[PartitionFindings], settings: DetectionSettings, windows: WindowBounds
+) -> DetectionResult:
+    """The run-wide steps over the partitions' findings, in partition order: the discovery cut
+    among all the run's tests, the short-term filters, then the long-term candidates of series
+    the short-term path does not report, cut and checked for enough data; the funnel."""
+    n_series = sum(f.n_series for f in findings)
+    tests = sum(f.tests for f in findings)
+    uses = [f.window_use for f in findings if f.window_use is not None]
+    use = WindowUse.merged(uses) if len(uses) == len(findings) and uses else None
+    funnel = Funnel(series=n_series)
+    candidates = keep_discoveries([c for f in findings for c in f.candidates], tests, settings)
     funnel = funnel.counted(Stage.CHANGE_POINT, len(candidates))
     filtered: list[Candidate] = []
     kept: list[Candidate] = []
@@ -246,11 +291,7 @@ def _detect_parts(
         funnel = funnel.counted(stage, survivors[stage])
 
     exclude = {c.series_id for c in candidates}
-    found = [
-        c
-        for batch, bounds in parts
-        for c in detect_long_term_batch(batch, bounds, settings, exclude)
-    ]
+    found = [c for f in findings for c in f.long_term if c.series_id not in exclude]
     long_term = []
     for candidate in keep_discoveries(found, tests, settings, Stage.LONG_TERM):
         verdict = enough_data_verdict(candidate, settings.workload.windows)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from regbot.detection.dedup_context import DedupContext, subroutine_of_series
+from regbot.detection.dedup_context import DedupContext, evenly_spaced, subroutine_of_series
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.stages import Stage
 
@@ -80,16 +80,20 @@ class _Axis:
         return n, mean, var
 
 
+def inflation_sample_ids(context: DedupContext, settings: ShareInflationSettings) -> list[str]:
+    """The gCPU series the share-inflation ratio is estimated from: at most ``max_series`` of
+    the run's, evenly spaced by id."""
+    gcpu = sorted(s for s in context.all_series_ids() if subroutine_of_series(s) is not None)
+    return evenly_spaced(gcpu, settings.max_series)
+
+
 def _axes(context: DedupContext, settings: ShareInflationSettings) -> list[_Axis]:
     """The run's gCPU series (at most ``max_series``, evenly spaced by id) grouped by axis;
     worked out once per context."""
     key = ("share_inflation_axes", settings.max_series)
     if key in context.memo:
         return context.memo[key]  # type: ignore[return-value]
-    ids = sorted(s for s in context.series if subroutine_of_series(s) is not None)
-    if len(ids) > settings.max_series:
-        picks = np.linspace(0, len(ids) - 1, settings.max_series).round().astype(int)
-        ids = [ids[int(k)] for k in np.unique(picks)]
+    ids = [sid for sid in inflation_sample_ids(context, settings) if sid in context.series]
     groups: dict[tuple[int, float, float], list[tuple[str, np.ndarray, np.ndarray]]] = {}
     for sid in ids:
         times, values = context.series[sid]

@@ -146,7 +146,11 @@ class DetectionSettings:
     ``detection:``). ``engine``: ``fbdetect`` (KDD'18's detector is not offered yet). Not keys of
     the file: the ``workload`` (``workloads:``, picked by ``--workload``), ``higher_is_better``
     (the file's top-level key) and ``workers``, which the caller fills
-    (``Config.detection_for``)."""
+    (``Config.detection_for``). ``partition_series``: the run's series are detected in
+    partitions of at most this many (balanced, in input order); each partition estimates the
+    fleet load from its own rows (a few thousand rows estimate it as well as all of them), so
+    memory is bounded by a partition, not the fleet, and the result is the same whichever
+    executor runs the partitions (``execution:``)."""
 
     workload: Annotated[WorkloadSettings, NOT_IN_CONFIG] = DEFAULT_WORKLOAD
     engine: Literal["fbdetect"] = "fbdetect"
@@ -155,6 +159,7 @@ class DetectionSettings:
     seasonality: SeasonalitySettings = SeasonalitySettings()
     long_term: LongTermSettings = LongTermSettings()
     fleet_load: FleetLoadSettings = FleetLoadSettings()
+    partition_series: PositiveCount = 20_000
     higher_is_better: Annotated[frozenset[str], NOT_IN_CONFIG] = frozenset({"throughput", "qps"})
     workers: Annotated[int, NOT_IN_CONFIG] = 0  # processes for the filters; 0 = one per core
 

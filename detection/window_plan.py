@@ -51,6 +51,34 @@ class WindowUse:
     points: dict[str, tuple[int, int]]
     widened_series: int
     earliest: WindowBounds
+    seen_series: int = 0  # series with at least one point in their windows
+
+    @staticmethod
+    def merged(uses: list[WindowUse]) -> WindowUse:
+        """What the windows held over several parts of one run's series (planned separately
+        against the same run bounds): fewest and most points over the parts that saw a series,
+        widened series summed, the earliest edges."""
+        seen = [use for use in uses if use.seen_series]
+        points = {
+            name: (min(u.points[name][0] for u in seen), max(u.points[name][1] for u in seen))
+            if seen
+            else (0, 0)
+            for name in WINDOW_NAMES
+        }
+        edges = [use.earliest for use in uses]
+        earliest = WindowBounds(
+            min(e.historical_start_s for e in edges),
+            min(e.analysis_start_s for e in edges),
+            min(e.extended_start_s for e in edges),
+            edges[0].end_s,
+        )
+        return WindowUse(
+            uses[0].min_points,
+            points,
+            sum(use.widened_series for use in uses),
+            earliest,
+            sum(use.seen_series for use in uses),
+        )
 
 
 def plan_windows(
@@ -94,6 +122,7 @@ def plan_windows(
         points,
         sum(len(m) for b, m in groups.items() if b != windows),
         earliest,
+        int(seen.sum()),
     )
     return [(b, m) for b, m in groups.items() if m], use
 

@@ -51,10 +51,12 @@ class _Gathered:
     varied: set[str] = field(default_factory=set)  # labels whose rows disagree
 
 
-def read_arrow_parts(path: Path) -> list[SeriesPart]:
-    """Every series part in one ``.parquet`` or ``.arrow`` (IPC file or stream) file."""
+def read_arrow_parts(path: Path, rows: tuple[int, int] | None = None) -> list[SeriesPart]:
+    """Every series part in one ``.parquet`` or ``.arrow`` (IPC file or stream) file, or in its
+    data rows ``[start, stop)`` (0-based; only the row groups or record batches holding them are
+    read)."""
     path = Path(path)
-    schema, batches = _open(path)
+    schema, batches = _open(path, rows)
     names: list[str] = list(schema.names)
     missing = [name for name in _REQUIRED if name not in names]
     if missing:
@@ -70,11 +72,14 @@ def read_arrow_parts(path: Path) -> list[SeriesPart]:
     text_names = [n for n in names if n not in _REQUIRED]
 
     gathered: dict[str, _Gathered] = {}
-    offset = 0
-    for batch in batches:
+    for offset, batch in batches:
+        if rows is not None:
+            low, high = max(rows[0] - offset, 0), min(rows[1] - offset, batch.num_rows)
+            if high <= low:
+                continue
+            batch, offset = batch.slice(low, high - low), offset + low
         if batch.num_rows:
             _read_batch(path, batch, offset, text_names, gathered)
-        offset += batch.num_rows
 
     parts = []
     for series_id, got in gathered.items():
@@ -94,18 +99,18 @@ def read_arrow_parts(path: Path) -> list[SeriesPart]:
     return parts
 
 
-def _open(path: Path) -> tuple[Any, Iterator[Any]]:
-    """The file's Arrow schema and an iterator over its record batches; pyarrow's errors (a
-    corrupt or truncated file, a file of another format) become one-line InputErrors."""
+def _open(path: Path, rows: tuple[int, int] | None = None) -> tuple[Any, Iterator[Any]]:
+    """The file's Arrow schema and an iterator over ``(first row, record batch)``, only the
+    batches that may hold ``rows`` when given; pyarrow's errors (a corrupt or truncated file, a
+    file of another format) become one-line InputErrors."""
     expected = "a Parquet file" if path.name.lower().endswith(".parquet") else "an Arrow IPC file"
     if not path.is_file():
         what = "a file, not a folder" if path.is_dir() else "an existing series file"
         raise InputError(str(path), what)
+    source: Iterable[tuple[int, Any]]
     try:
         if path.name.lower().endswith(".parquet"):
-            parquet = pq.ParquetFile(path)
-            schema = parquet.schema_arrow
-            source: Iterable[Any] = parquet.iter_batches(batch_size=_BATCH_ROWS)
+            schema, source = _parquet_batches(pq.ParquetFile(path), rows)
         else:
             source, schema = _open_ipc(path)
     except _ARROW_ERRORS as error:
@@ -113,14 +118,42 @@ def _open(path: Path) -> tuple[Any, Iterator[Any]]:
     return schema, _guarded(path, expected, source)
 
 
-def _open_ipc(path: Path) -> tuple[Iterable[Any], Any]:
+def _parquet_batches(
+    parquet: Any, rows: tuple[int, int] | None
+) -> tuple[Any, Iterator[tuple[int, Any]]]:
+    metadata = parquet.metadata
+    sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    firsts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+    groups = list(range(len(sizes)))
+    if rows is not None:
+        groups = [g for g in groups if firsts[g] < rows[1] and firsts[g + 1] > rows[0]]
+
+    def batches() -> Iterator[tuple[int, Any]]:
+        if not groups:
+            return
+        offset = int(firsts[groups[0]])
+        for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=groups):
+            yield offset, batch
+            offset += batch.num_rows
+
+    return parquet.schema_arrow, batches()
+
+
+def _open_ipc(path: Path) -> tuple[Iterable[tuple[int, Any]], Any]:
     try:
         reader = ipc.open_file(pa.memory_map(str(path)))
     except pa.ArrowInvalid:
         stream = ipc.open_stream(pa.memory_map(str(path)))
-        return stream, stream.schema
+        return _numbered(stream), stream.schema
     count = reader.num_record_batches
-    return (reader.get_batch(i) for i in range(count)), reader.schema
+    return _numbered(reader.get_batch(i) for i in range(count)), reader.schema
+
+
+def _numbered(batches: Iterable[Any]) -> Iterator[tuple[int, Any]]:
+    offset = 0
+    for batch in batches:
+        yield offset, batch
+        offset += batch.num_rows
 
 
 def _guarded(path: Path, expected: str, batches: Iterable[Any]) -> Iterator[Any]:

@@ -69,7 +69,7 @@ def normalise_points(
 
 def read_series_file(path: Path) -> list[Series]:
     """Every series in one series file (rules: docs/design/profiles_series_files.md)."""
-    return _merge(_read_parts(Path(path)))
+    return merge_parts(_read_parts(Path(path)))
 
 
 def read_series_files(paths: Iterable[Path]) -> list[Series]:
@@ -78,7 +78,7 @@ def read_series_files(paths: Iterable[Path]) -> list[Series]:
     parts: list[SeriesPart] = []
     for path in find_series_files(paths):
         parts.extend(_read_parts(path))
-    return _merge(parts)
+    return merge_parts(parts)
 
 
 def find_series_files(paths: Iterable[Path]) -> list[Path]:
@@ -111,7 +111,9 @@ def _read_parts(path: Path) -> list[SeriesPart]:
     return read_csv_parts(path) if suffix.startswith(".csv") else read_jsonl_parts(path)
 
 
-def _merge(parts: list[SeriesPart]) -> list[Series]:
+def merge_parts(parts: list[SeriesPart]) -> list[Series]:
+    """One series per id from parts found anywhere, in order of first appearance: kind and unit
+    must agree, labels that differ are dropped, points pooled and normalised."""
     by_id: dict[str, list[SeriesPart]] = {}
     for part in parts:
         by_id.setdefault(part.id, []).append(part)

@@ -19,6 +19,7 @@ __all__ = [
     "Band",
     "Bound",
     "Correlation",
+    "Count",
     "Form",
     "GitHubRepository",
     "NON_NEGATIVE",
@@ -33,6 +34,7 @@ __all__ = [
     "Score",
     "Share",
     "Url",
+    "DaskAddress",
 ]
 
 
@@ -62,7 +64,7 @@ class Form:
     expression), ``url`` (http or https) or ``owner/name`` (a GitHub repository); for a pair of
     numbers, ``band`` (``[low, high]``, 0 <= low <= high)."""
 
-    kind: Literal["regex", "url", "owner/name", "band"]
+    kind: Literal["regex", "url", "owner/name", "band", "dask-address"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +87,9 @@ Correlation = Annotated[float, Bound("a correlation between -1 and 1", low=-1.0,
 # A 0-100 score, as rapidfuzz gives: below 0 is refused as any negative number is.
 Score = Annotated[float, NON_NEGATIVE, Bound("a score from 0 to 100", high=100.0)]
 PositiveCount = Annotated[int, Bound("a whole number >= 1", low=1.0)]
+Count = Annotated[int, Bound("a whole number >= 0", low=0.0)]
 Band = Annotated[tuple[float, float], Form("band")]
 Regex = Annotated[str, Form("regex")]
 Url = Annotated[str, Form("url")]
 GitHubRepository = Annotated[str, Form("owner/name")]
+DaskAddress = Annotated[str, Form("dask-address")]

@@ -1,5 +1,10 @@
 """The `detect` command: series files in, detection and dedup, table out, SPEC §4 report to -o,
-regressions and groups into the state store."""
+regressions and groups into the state store.
+
+The series are detected in partitions (``regbot.bot.execution.fleet_detection``) on the
+configured executor (``execution:``); a large clustered Parquet or Arrow file is never read
+whole: each partition reads its own rows, and the dedup stages get only the series they ask
+for (``dedup_series_needed``)."""
 
 from __future__ import annotations
 
@@ -14,16 +19,20 @@ from regbot.bot.cli.exit_codes import EXIT_OK
 from regbot.bot.config import load_config
 from regbot.bot.dedup_context import (
     build_dedup_context,
+    dedup_series_needed,
     deduplicate_against_state,
     open_profile_index,
 )
+from regbot.bot.execution.executors import open_executor
+from regbot.bot.execution.fleet_detection import detect_fleet, gather_series
 from regbot.bot.state import open_state
+from regbot.bot.views.progress import RunProgress
 from regbot.bot.views.tables import detection_table, funnel_line
 from regbot.detection.dedup import deduplicate
-from regbot.detection.pipeline import run_detection
 from regbot.detection.report import build_report
 from regbot.errors import InputError
-from regbot.profiles.series_files import find_series_files, read_series_files
+from regbot.profiles.series_files import find_series_files
+from regbot.profiles.series_partitions import plan_series_partitions
 from regbot.timefmt import parse_time
 
 
@@ -32,25 +41,45 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     settings = config.detection_for(args.workload)
     if not find_series_files(args.series):
         raise InputError(
-            " ".join(map(str, args.series)), "series files (.csv, .jsonl, or folders of them)"
+            " ".join(map(str, args.series)),
+            "series files (.csv, .jsonl, .parquet, .arrow, or folders of them)",
         )
-    series = read_series_files(args.series)
     now_s = parse_time(args.now, "--now") if args.now is not None else None
-    result = run_detection(series, settings, now_s)
-    index = open_profile_index(config.sources.profiles)
-    context = build_dedup_context(
-        result.reported, series, index, result.windows, config.higher_is_better
-    )
-    if args.no_state:
-        dedup = deduplicate(result.reported, context, [], [], config.dedup, config.cost_shift)
-        report = build_report(result, __version__, dedup)
-    else:
-        with open_state(config.state) as state:
-            dedup = deduplicate_against_state(
-                result.reported, context, state, result.windows.historical_start_s, config
-            )
+    execution = config.execution
+    with RunProgress(err, getattr(args, "quiet", False)) as progress:
+        progress.stage("reading series")
+        partitions, survey = plan_series_partitions(args.series, settings.partition_series)
+        with open_executor(execution.engine, execution.workers, execution.scheduler) as executor:
+            done = progress.stage(f"detecting ({executor.name})", len(partitions))
+            result = detect_fleet(partitions, survey, settings, now_s, executor, done)
+            index = open_profile_index(config.sources.profiles)
+            if survey.streamed:
+                wanted = dedup_series_needed(
+                    result.reported, survey.ids, index, result.windows, config
+                )
+                done = progress.stage("gathering dedup series", len(partitions))
+                series = gather_series(partitions, wanted, executor, done)
+            else:
+                series = [s for partition in partitions for s in partition.series]
+        progress.stage("deduplicating")
+        context = build_dedup_context(
+            result.reported,
+            series,
+            index,
+            result.windows,
+            config.higher_is_better,
+            series_ids=survey.ids if survey.streamed else (),
+        )
+        if args.no_state:
+            dedup = deduplicate(result.reported, context, [], [], config.dedup, config.cost_shift)
             report = build_report(result, __version__, dedup)
-            state.record_run(time.time(), report, dedup.groups)
+        else:
+            with open_state(config.state) as state:
+                dedup = deduplicate_against_state(
+                    result.reported, context, state, result.windows.historical_start_s, config
+                )
+                report = build_report(result, __version__, dedup)
+                state.record_run(time.time(), report, dedup.groups)
     out.print(detection_table(report))
     out.print(funnel_line(report.funnel), highlight=False)
     if args.output is not None:

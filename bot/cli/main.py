@@ -119,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     detect.add_argument(
         "--no-state", action="store_true", help="do not read or write the state store"
     )
+    detect.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     run = sub.add_parser(
         "run", help="post-deploy job: detect, deduplicate, attribute to the deploy's commits"
     )
@@ -138,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="append the job summary (markdown) here (default: $GITHUB_STEP_SUMMARY when set)",
     )
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
     explain = sub.add_parser("explain", help="everything regbot knows about one regression")
     explain.add_argument("regression_id", metavar="REGRESSION_ID")

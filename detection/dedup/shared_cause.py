@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import ndtr
 
-from regbot.detection.dedup_context import DedupContext
+from regbot.detection.dedup_context import DedupContext, evenly_spaced
 
 __all__ = [
     "CLIP_Z",
@@ -37,6 +37,7 @@ LAGS = 8
 MAD_SCALE = 1.4826
 SCALE_POINTS = 256  # columns a fleet series' robust scale is estimated from
 START_SERIES = 1000  # series whose median starts the load factor (evenly spaced)
+LOAD_SERIES = 8000  # series the load factor is estimated from (evenly spaced by id)
 R_LIMIT = 1.0 - 1e-9
 
 
@@ -183,6 +184,13 @@ class _quiet:
         self._catch.__exit__(exc_type, exc, traceback)
 
 
+def load_sample_ids(context: DedupContext) -> list[str]:
+    """The series the fleet's load factor is estimated from: at most ``LOAD_SERIES`` of the
+    run's, evenly spaced by id (a few thousand estimate the one shared factor as well as a
+    whole fleet)."""
+    return evenly_spaced(sorted(context.all_series_ids()), LOAD_SERIES)
+
+
 def load_over_windows(
     windows: Sequence[tuple[float, float]], context: DedupContext, min_series: int
 ) -> LoadFactor | None:
@@ -196,7 +204,13 @@ def load_over_windows(
     end_s = max(end for _, end in windows)
     key = ("load", float(start_s), float(end_s), int(min_series))
     if key not in context.memo:
-        context.memo[key] = estimate_load(context.series, start_s, end_s, min_series)
+        sample = set(load_sample_ids(context))  # kept in the run's order of series
+        series = {
+            sid: context.series[sid]
+            for sid in context.all_series_ids()
+            if sid in sample and sid in context.series
+        }
+        context.memo[key] = estimate_load(series, start_s, end_s, min_series)
     found = context.memo[key]
     return found if isinstance(found, LoadFactor) else None
 

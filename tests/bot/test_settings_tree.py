@@ -101,6 +101,7 @@ TABLE: list[tuple[str, object, str | None, object]] = [
     ("detection.fleet_load.iterations", 0, None, 0),
     ("detection.fleet_load.huber_k", 1.5, None, 1.5),
     ("detection.fleet_load.min_t", 7, None, 7.0),
+    ("detection.partition_series", 5000, None, 5000),
     ("dedup.method", "kdd18", None, "kdd18"),
     ("dedup.merge_gap", "4h", "dedup.merge_gap_s", 4 * HOUR),
     ("dedup.merge_alpha", "1e-3", None, 0.001),
@@ -176,6 +177,9 @@ TABLE: list[tuple[str, object, str | None, object]] = [
     ("profiles.bucket", "10s", "profiles.bucket_s", 10.0),
     ("profiles.gcpu_floor", "2e-05", None, 2e-05),
     ("profiles.sample_type", "cpu", None, "cpu"),
+    ("execution.engine", "dask", None, "dask"),
+    ("execution.scheduler", "tcp://127.0.0.1:8786", None, "tcp://127.0.0.1:8786"),
+    ("execution.workers", 3, None, 3),
     ("state", "db/state.sqlite", None, HERE / "db/state.sqlite"),
 ]
 ONLY_VALUE = {"detection.engine"}  # one value accepted: the default

@@ -1,0 +1,97 @@
+"""Detection of a fleet in partitions (``regbot detect`` at any size): the per-series stages run
+where the executor puts them, each partition loaded by its own worker; the run-wide steps (the
+discovery cut, the short-term filters, the long-term cut) and everything after them see only
+the candidates.
+
+1. ``detect_fleet``: one task per partition (``detect_partition`` over the series the
+   partition loads); the findings come back to this process and ``combine_findings`` makes
+   the run's result, the same as ``detect_in_windows`` over all the series in one process.
+2. ``gather_series``: one task per partition returning only the series asked for (the dedup
+   stages' candidates, cost-domain members and fleet samples), so the dedup context holds a
+   few thousand series, not the fleet.
+
+Windows end at ``--now``, else at the last timestamp the survey saw; when the partitions find
+that the data with values ends earlier (rows with empty values at the end), detection runs
+again with that end, so the result is the one reading everything at once gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from regbot.bot.execution.executors import Executor
+from regbot.detection.pipeline import (
+    DetectionResult,
+    PartitionFindings,
+    combine_findings,
+    detect_partition,
+)
+from regbot.detection.series_batch import WindowBounds
+from regbot.detection.stage_settings import DetectionSettings
+from regbot.profiles.model import Series
+from regbot.profiles.series_partitions import SeriesPartition, SeriesSurvey
+
+__all__ = ["detect_fleet", "gather_series"]
+
+Done = Callable[[int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _DetectJob:
+    partition: SeriesPartition
+    settings: DetectionSettings
+    windows: WindowBounds
+
+
+@dataclass(frozen=True, slots=True)
+class _GatherJob:
+    partition: SeriesPartition
+    wanted: frozenset[str]
+
+
+def _detect(job: _DetectJob) -> tuple[PartitionFindings, float | None]:
+    series = job.partition.load()
+    last = max((float(s.timestamps_s[-1]) for s in series if len(s.timestamps_s)), default=None)
+    return detect_partition(series, job.settings, job.windows), last
+
+
+def _gather(job: _GatherJob) -> list[Series]:
+    return [s for s in job.partition.load() if s.id in job.wanted]
+
+
+def detect_fleet(
+    partitions: Sequence[SeriesPartition],
+    survey: SeriesSurvey,
+    settings: DetectionSettings,
+    now_s: float | None,
+    executor: Executor,
+    on_done: Done | None = None,
+) -> DetectionResult:
+    """The run's detection over ``partitions`` (module docstring). ``executor``: an
+    ``regbot.bot.execution.executors.Executor``; partitions in other processes use one thread
+    each (the executor's workers are the parallelism)."""
+    end_s = now_s if now_s is not None else (survey.last_time_s or 0.0)
+    inner = settings if executor.name == "local" else replace(settings, workers=1)
+    while True:
+        windows = WindowBounds.ending_at(end_s, settings.workload.windows)
+        jobs = [_DetectJob(p, inner, windows) for p in partitions]
+        found = executor.map(_detect, jobs, on_done)
+        last = max((t for _, t in found if t is not None), default=None)
+        if now_s is None and last is not None and last < end_s:
+            end_s = last  # the rows after it had no values
+            continue
+        return combine_findings([f for f, _ in found], settings, windows)
+
+
+def gather_series(
+    partitions: Sequence[SeriesPartition],
+    wanted: set[str],
+    executor: Executor,
+    on_done: Done | None = None,
+) -> list[Series]:
+    """The series named in ``wanted``, in the run's order, each loaded by its partition's
+    worker."""
+    jobs = [_GatherJob(p, frozenset(wanted)) for p in partitions]
+    found = executor.map(_gather, jobs, on_done)
+    return [s for part in found for s in part]
