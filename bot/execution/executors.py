@@ -153,7 +153,7 @@ def _dask_executor(workers: int, scheduler: str | None) -> DaskExecutor:
         ) from None
     if scheduler is not None:
         try:
-            return DaskExecutor(Client(scheduler, timeout="10s"))
+            return DaskExecutor(Client(scheduler, timeout="5s"))
         except (OSError, TimeoutError) as error:
             message = " ".join(str(error).split()) or type(error).__name__
             raise InputError(
