@@ -9,27 +9,17 @@ for (``dedup_series_needed``)."""
 from __future__ import annotations
 
 import argparse
-import time
 
 from rich.console import Console
 
-from regbot import __version__
 from regbot.atomic import write_json_atomic
 from regbot.bot.cli.exit_codes import EXIT_OK
 from regbot.bot.config import load_config
-from regbot.bot.dedup_context import (
-    build_dedup_context,
-    dedup_series_needed,
-    deduplicate_against_state,
-    open_profile_index,
-)
 from regbot.bot.execution.executors import open_executor
-from regbot.bot.execution.fleet_detection import detect_fleet, gather_series
+from regbot.bot.execution.fleet_report import fleet_report
 from regbot.bot.state import open_state
 from regbot.bot.views.progress import RunProgress
 from regbot.bot.views.tables import detection_table, funnel_line
-from regbot.detection.dedup import deduplicate
-from regbot.detection.report import build_report
 from regbot.errors import InputError
 from regbot.profiles.series_files import find_series_files
 from regbot.profiles.series_partitions import plan_series_partitions
@@ -50,36 +40,15 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         progress.stage("reading series")
         partitions, survey = plan_series_partitions(args.series, settings.partition_series)
         with open_executor(execution.engine, execution.workers, execution.scheduler) as executor:
-            done = progress.stage(f"detecting ({executor.name})", len(partitions))
-            result = detect_fleet(partitions, survey, settings, now_s, executor, done)
-            index = open_profile_index(config.sources.profiles)
-            if survey.streamed:
-                wanted = dedup_series_needed(
-                    result.reported, survey.ids, index, result.windows, config
+            if args.no_state:
+                report = fleet_report(
+                    partitions, survey, config, settings, now_s, executor, progress
                 )
-                done = progress.stage("gathering dedup series", len(partitions))
-                series = gather_series(partitions, wanted, executor, done)
             else:
-                series = [s for partition in partitions for s in partition.series]
-        progress.stage("deduplicating")
-        context = build_dedup_context(
-            result.reported,
-            series,
-            index,
-            result.windows,
-            config.higher_is_better,
-            series_ids=survey.ids if survey.streamed else (),
-        )
-        if args.no_state:
-            dedup = deduplicate(result.reported, context, [], [], config.dedup, config.cost_shift)
-            report = build_report(result, __version__, dedup)
-        else:
-            with open_state(config.state) as state:
-                dedup = deduplicate_against_state(
-                    result.reported, context, state, result.windows.historical_start_s, config
-                )
-                report = build_report(result, __version__, dedup)
-                state.record_run(time.time(), report, dedup.groups)
+                with open_state(config.state) as state:
+                    report = fleet_report(
+                        partitions, survey, config, settings, now_s, executor, progress, state
+                    )
     out.print(detection_table(report))
     out.print(funnel_line(report.funnel), highlight=False)
     if args.output is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from regbot.bot.execution.executors import Executor
 from regbot.detection.pipeline import (
@@ -30,23 +31,30 @@ from regbot.detection.pipeline import (
 from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import DetectionSettings
 from regbot.profiles.model import Series
-from regbot.profiles.series_partitions import SeriesPartition, SeriesSurvey
+from regbot.profiles.series_partitions import SeriesSurvey
 
-__all__ = ["detect_fleet", "gather_series"]
+__all__ = ["PartitionSource", "detect_fleet", "gather_series", "survey_partitions"]
 
 Done = Callable[[int], None]
 
 
+class PartitionSource(Protocol):
+    """A part of the run's series that a worker loads itself (a file's row ranges, series in
+    memory, a simulated partition); picklable."""
+
+    def load(self) -> list[Series]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class _DetectJob:
-    partition: SeriesPartition
+    partition: PartitionSource
     settings: DetectionSettings
     windows: WindowBounds
 
 
 @dataclass(frozen=True, slots=True)
 class _GatherJob:
-    partition: SeriesPartition
+    partition: PartitionSource
     wanted: frozenset[str]
 
 
@@ -61,7 +69,7 @@ def _gather(job: _GatherJob) -> list[Series]:
 
 
 def detect_fleet(
-    partitions: Sequence[SeriesPartition],
+    partitions: Sequence[PartitionSource],
     survey: SeriesSurvey,
     settings: DetectionSettings,
     now_s: float | None,
@@ -85,7 +93,7 @@ def detect_fleet(
 
 
 def gather_series(
-    partitions: Sequence[SeriesPartition],
+    partitions: Sequence[PartitionSource],
     wanted: set[str],
     executor: Executor,
     on_done: Done | None = None,
@@ -95,3 +103,20 @@ def gather_series(
     jobs = [_GatherJob(p, frozenset(wanted)) for p in partitions]
     found = executor.map(_gather, jobs, on_done)
     return [s for part in found for s in part]
+
+
+def _survey(partition: PartitionSource) -> tuple[list[str], float | None]:
+    series = partition.load()
+    last = max((float(s.timestamps_s[-1]) for s in series if len(s.timestamps_s)), default=None)
+    return [s.id for s in series], last
+
+
+def survey_partitions(
+    partitions: Sequence[PartitionSource], executor: Executor, on_done: Done | None = None
+) -> SeriesSurvey:
+    """The survey of partitions that only their workers can load (a simulated fleet): every id
+    in order and the last timestamp, one task per partition."""
+    found = executor.map(_survey, list(partitions), on_done)
+    ids = [i for part, _ in found for i in part]
+    last = max((t for _, t in found if t is not None), default=None)
+    return SeriesSurvey(ids, last, streamed=True)
