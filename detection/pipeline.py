@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -260,7 +260,16 @@ def _batch_findings(
         candidates += find_change_candidates(batch, bounds, settings, load)
         long_term += detect_long_term_batch(batch, bounds, settings, set())
     tests = sum(len(batch) for batch, _ in parts)
-    return PartitionFindings(candidates, long_term, tests, n_series, use)
+    return PartitionFindings(_own(candidates), _own(long_term), tests, n_series, use)
+
+
+def _own(candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates with their own copies of their points: a candidate's rows are views into
+    its partition's batch, which would otherwise stay in memory as long as the candidate does
+    (a run's memory would grow with every partition it has seen)."""
+    return [
+        replace(c, times_s=np.array(c.times_s), values=np.array(c.values)) for c in candidates
+    ]
 
 
 def combine_findings(

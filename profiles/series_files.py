@@ -113,10 +113,13 @@ def _read_parts(path: Path) -> list[SeriesPart]:
 
 def merge_parts(parts: list[SeriesPart]) -> list[Series]:
     """One series per id from parts found anywhere, in order of first appearance: kind and unit
-    must agree, labels that differ are dropped, points pooled and normalised."""
+    must agree, labels that differ are dropped, points pooled and normalised. Series with the
+    same timestamps share one array (a fleet's buckets cost one time axis, and batches see
+    it as shared at once)."""
     by_id: dict[str, list[SeriesPart]] = {}
     for part in parts:
         by_id.setdefault(part.id, []).append(part)
+    axes: dict[int, np.ndarray] = {}  # one array per distinct time axis, shared by its series
     series = []
     for series_id, group in by_id.items():
         kind = _agreed(group, "kind")
@@ -134,6 +137,9 @@ def merge_parts(parts: list[SeriesPart]) -> list[Series]:
             np.concatenate([p.values for p in group]),
             where=f"series {series_id!r}",
         )
+        known = axes.setdefault(hash(times.tobytes()), times)
+        if known is not times and np.array_equal(known, times):
+            times = known
         series.append(
             Series(series_id, kind or default_kind(series_id), times, values, unit, labels)
         )
