@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Annotated
 
 import numpy as np
 
@@ -21,14 +20,14 @@ from regbot.attribution.cosmetic import ANONYMOUS_KINDS
 from regbot.attribution.deploy_lines import DeployLines
 from regbot.attribution.frame_match import match_subroutines
 from regbot.attribution.gcpu_attribution import (
-    Scope,
     TimeSplit,
     attributed_shares,
     service_wide_shares,
 )
 from regbot.attribution.line_credit import LineEvidence
 from regbot.attribution.model import Attribution, Commit, ModifiedSubroutine
-from regbot.attribution.rank import RankSettings, rank_commits
+from regbot.attribution.rank import rank_commits
+from regbot.attribution.settings import AttributionSettings, Scope
 from regbot.attribution.signal_correlation import Signal, correlation_parts
 from regbot.attribution.stack_paths import heaviest_paths
 from regbot.attribution.text_similarity import (
@@ -37,7 +36,6 @@ from regbot.attribution.text_similarity import (
     text_similarities,
 )
 from regbot.profiles.sample_index import SampleIndex
-from regbot.settings_fields import NOT_IN_CONFIG, Score
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,24 +55,6 @@ class RegressionEvidence:
     times_s: np.ndarray
     values: np.ndarray
     share_ratio: float = 1.0  # the deploy's share inflation (detection's common ratio)
-
-
-@dataclass(frozen=True, slots=True)
-class AttributionSettings(RankSettings):
-    """``regbot.yml``'s ``attribution:``: the ranking's settings (``RankSettings``: the parts'
-    weights; no candidate is named unless the top score reaches ``confidence_floor`` and leads
-    the second by ``top1_margin``; at most ``max_candidates`` are listed), then ``scope``: which
-    modified frames gCPU attribution counts (``informative``, ``downstream`` or ``stack``, see
-    ``regbot.attribution.gcpu_attribution``); ``fuzzy_floor``: the rapidfuzz ratio (0-100) a
-    frame must reach to match a modified function by name alone; ``signal_kinds``: series kinds
-    that describe a set-up rather than performance (feature flags, config rollouts), used for
-    the correlation part and never run through detection; ``text_frames``: the heaviest stack
-    paths whose frames join a regression's text (not a key of the file)."""
-
-    scope: Scope = "informative"
-    fuzzy_floor: Score = 90.0
-    signal_kinds: frozenset[str] = frozenset({"feature_flag", "config", "rollout", "experiment"})
-    text_frames: Annotated[int, NOT_IN_CONFIG] = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from regbot.attribution.line_credit import LineEvidence, tie_weights
+from regbot.attribution.settings import Scope
 from regbot.profiles.sample_index import SampleIndex
 
-Scope = Literal["informative", "downstream", "stack"]
 _NOTHING = 1e-12  # a share difference below this is rounding, not a rise
 
 

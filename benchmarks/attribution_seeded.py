@@ -11,12 +11,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from regbot.attribution.attribute import AttributionSettings, RegressionEvidence, attribute_all
+from regbot.attribution.attribute import RegressionEvidence, attribute_all
 from regbot.attribution.changes import read_change_set
 from regbot.attribution.deploy_lines import DeployLines, read_deploy_lines
 from regbot.attribution.gcpu_attribution import TimeSplit, attributed_share
 from regbot.attribution.model import Attribution, Commit
 from regbot.attribution.rank import RankSettings, rank_commits
+from regbot.attribution.settings import AttributionSettings
 from regbot.bot.sources.profiles import collect_profile_paths, ingest_profiles
 from regbot.datasets.service import BUCKET_S, Scenario, build_scenario
 from regbot.detection.dedup_context import subroutine_of_series

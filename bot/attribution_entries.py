@@ -16,12 +16,12 @@ from dataclasses import replace
 import numpy as np
 
 from regbot.attribution.attribute import (
-    AttributionSettings,
     DeployChanges,
     RegressionEvidence,
     attribute,
 )
 from regbot.attribution.model import Attribution, ScoredCommit
+from regbot.attribution.settings import AttributionSettings
 from regbot.attribution.signal_correlation import Signal
 from regbot.attribution.stack_paths import heaviest_paths
 from regbot.detection.dedup_context import subroutine_of_series

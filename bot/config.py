@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 import yaml
 
-from regbot.attribution.attribute import AttributionSettings
+from regbot.attribution.settings import AttributionSettings
 from regbot.bot.config_reader import (
     Reader,
     ReadWith,

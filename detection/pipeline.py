@@ -267,9 +267,7 @@ def _own(candidates: list[Candidate]) -> list[Candidate]:
     """The candidates with their own copies of their points: a candidate's rows are views into
     its partition's batch, which would otherwise stay in memory as long as the candidate does
     (a run's memory would grow with every partition it has seen)."""
-    return [
-        replace(c, times_s=np.array(c.times_s), values=np.array(c.values)) for c in candidates
-    ]
+    return [replace(c, times_s=np.array(c.times_s), values=np.array(c.values)) for c in candidates]
 
 
 def combine_findings(

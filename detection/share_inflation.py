@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from regbot.detection.dedup_context import DedupContext, evenly_spaced, subroutine_of_series
 from regbot.detection.model import Candidate, Verdict
@@ -252,7 +252,7 @@ def common_ratio(
             rows = np.array(on_axis[home])
             wander = _wander(axes[home], rows, start_s, change_s, end_s)
             total_se = math.hypot(log_se, wander) if wander is not None else math.inf
-            inflating = bool(centre > 0 and centre > norm.isf(settings.alpha) * total_se)
+            inflating = bool(centre > 0 and centre > float(-ndtri(settings.alpha)) * total_se)
             delta_all = np.concatenate(deltas)
             order = np.argsort(delta_all)[:FALLS_NAMED]
             falls = tuple((names[int(k)], float(delta_all[k])) for k in order if delta_all[k] < 0)
@@ -318,7 +318,7 @@ def _judge(
     assert isinstance(limit, int | float)  # the threshold stage writes its threshold as a number
     value = float(limit)
     measured = left / abs(b) if mode == "relative" and b != 0 else left
-    significant = z_left >= norm.isf(settings.alpha)
+    significant = z_left >= float(-ndtri(settings.alpha))
     above = measured >= value if mode is not None else True
     numbers.update(
         {

@@ -45,7 +45,6 @@ from regbot.bot.config import Config, load_config
 from regbot.bot.explanation.build import build_explanation, explanation_json
 from regbot.bot.explanation.lookup import known_ids, resolve_id
 from regbot.bot.state import open_state_read_only
-from regbot.detection.share_inflation import ShareInflationSettings
 from regbot.errors import InputError
 from regbot.report.plain import json_plain
 
@@ -77,6 +76,8 @@ def settings_in_force(config: Config) -> dict[str, object]:
     and the dedup stages' settings (``cost_shift`` None when off). ``source``: the file read
     (None: no file, the defaults). A stored report does not record its run's settings, so these
     are the ones the config gives now."""
+    from regbot.detection.share_inflation import ShareInflationSettings  # scipy: only here
+
     detection, cost = config.detection, config.cost_shift
     shift = {k: v for k, v in asdict(cost).items() if k not in INFLATION_KEYS}
     source = config.source if config.source and Path(config.source).is_file() else None

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.presets import Threshold
@@ -198,6 +197,8 @@ def level_since_known(
     }
     if since.size < min_points or after.size < min_points:
         return numbers
+    from scipy.stats import mannwhitneyu  # scipy.stats costs ~0.3 s to import: not for `explain`
+
     p = float(mannwhitneyu(after, since, alternative="greater").pvalue)
     numbers["p_value"] = p
     numbers["significant"] = bool(p < alpha and after.mean() > since.mean())

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from git_repo import GitRepo
 
-from regbot.attribution.attribute import AttributionSettings, RegressionEvidence, attribute_all
+from regbot.attribution.attribute import RegressionEvidence, attribute_all
 from regbot.attribution.changes import read_change_set
 from regbot.attribution.deploy_lines import read_deploy_lines
+from regbot.attribution.settings import AttributionSettings
 from regbot.bot.sources.profiles import collect_profile_paths, ingest_profiles
 from regbot.profiles.gcpu import build_gcpu
 from regbot.profiles.sample_index import SampleIndex

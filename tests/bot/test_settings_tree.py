@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from regbot.attribution.attribute import AttributionSettings
 from regbot.attribution.rank import RankSettings
+from regbot.attribution.settings import AttributionSettings
 from regbot.bot.config import (
     Config,
     CostShiftDomain,
