@@ -59,8 +59,15 @@ rate in the subset to its count in the fleet.
     python benchmarks/detect.py --scale [--series 100000] [--points 1500] [--seed 1]
                                         [--peer-series 300] [--no-otava]
 
-Modules: ``detect_fleet`` (the default mode's run), ``detect_fleet_tally`` (what it counts and the
-targets), ``detect_fleet_scoring`` (regbot's report against the truth),
+**Full (``--full``).** The whole `regbot detect` command, file to report with every stage on,
+on a 100,000-series Parquet file, with wall and CPU seconds and peak RSS, quality against the
+planted truth, and ruptures KernelCPD, Binseg, CUSUM and Otava on a subset (``detect_full``).
+
+    python benchmarks/detect.py --full [--series 100000] [--points 1500] [--engine local]
+
+Modules: ``detect_full`` (``--full``), ``detect_fleet`` (the default mode's run),
+``detect_fleet_tally`` (what it counts and the targets),
+``detect_fleet_scoring`` (regbot's report against the truth),
 ``detect_fleet_peer_scoring`` (the limit and the peers by the same rules), ``detect_fleet_table``;
 ``detect_scale`` (``--scale``) and ``detect_scale_regbot`` (its child process);
 ``detect_peers`` (ruptures, plain CUSUM, Otava on the same series).
@@ -73,6 +80,7 @@ import sys
 from pathlib import Path
 
 from detect_fleet import fleet_run
+from detect_full import full_run
 from detect_scale import scale_run
 
 
@@ -80,6 +88,12 @@ def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", action="store_true", help="the 100,000-series speed run")
+    parser.add_argument(
+        "--full", action="store_true", help="`regbot detect` file to report at 100,000 series"
+    )
+    parser.add_argument("--partition", type=int, default=20_000, help="--full: series per part")
+    parser.add_argument("--engine", default="local", help="--full: local, processes or dask")
+    parser.add_argument("--workers", type=int, default=0, help="--full: executor workers")
     parser.add_argument(
         "--series",
         type=int,
@@ -106,7 +120,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    if args.scale:
+    if args.full:
+        args.series = args.series or 100_000
+        args.peer_series = args.peer_series or 300
+        full_run(args)
+    elif args.scale:
         args.series = args.series or 100_000
         args.peer_series = args.peer_series or 300
         scale_run(args)
