@@ -116,11 +116,11 @@ def find_missing_baselines(
 
 def configured_source_names(sources: SourceSettings) -> list[str]:
     """The names of the configured sources (``profiles``, ``series``, ``prometheus``), in that
-    order."""
+    order; a scrape store counts as profiles."""
     return [
         name
         for name, on in (
-            ("profiles", bool(sources.profiles)),
+            ("profiles", bool(sources.profiles) or sources.scrape is not None),
             ("series", bool(sources.series)),
             ("prometheus", sources.prometheus is not None),
         )

@@ -5,7 +5,8 @@ profiles, §2 series files, and Prometheus queries, each behind the ``Source`` p
 Profiles may be a store made by ``regbot ingest`` (a folder holding ``manifest.json``) or profile
 files and folders. Files are ingested into a store kept beside the state database
 (``<state>.profiles/``), so a re-run reads each file once (the store's re-ingest rule), and the
-store is what attribution queries.
+store is what attribution queries. Without ``sources.profiles``, the store ``regbot scrape``
+fills (``sources.scrape.store``) is the profiles, once it exists.
 
 Series whose kind is one of ``attribution.signal_kinds`` (feature flags, config rollouts) are set
 aside as signals for the correlation part; they describe a set-up, not performance, and are never
@@ -58,8 +59,12 @@ def profile_store_dir(config: Config) -> Path:
 def open_profiles(config: Config) -> SampleIndex | None:
     """The sample index over the configured profiles: an existing store, or the files ingested
     into the run's own store."""
-    stores = [p for p in config.sources.profiles if (p / "manifest.json").is_file()]
-    files = [p for p in config.sources.profiles if p not in stores]
+    profiles = config.sources.profiles
+    scrape = config.sources.scrape
+    if not profiles and scrape is not None and (scrape.store / "manifest.json").is_file():
+        profiles = (scrape.store,)
+    stores = [p for p in profiles if (p / "manifest.json").is_file()]
+    files = [p for p in profiles if p not in stores]
     if stores and files:
         raise InputError(
             "sources.profiles", "either one store made by `regbot ingest` or profile files"
