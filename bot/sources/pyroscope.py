@@ -12,11 +12,13 @@ Rules:
   rule decides where a profile stamped exactly on a bucket's edge falls.
 * **At most** ``MAX_BUCKETS`` (10,000) buckets per fetch: a longer window asks for a larger
   ``step`` (an error naming it), rather than tens of thousands of requests.
-* **Requests** go ``PARALLEL`` (4) at a time; answers are parsed in bucket order, so frame and
-  stack ids do not depend on which answer came first. HTTP (``bot/sources/http_get.py``):
-  ``timeout`` to connect and for each read, failed connections and 429/502/503/504 retried twice
-  with backoff (``REGBOT_PYROSCOPE_RETRY_SCALE`` scales the waits). Any failure ends the fetch
-  with one line naming the request, as the Prometheus source's do.
+* **Requests** go ``PARALLEL`` (4) at a time, at most ``AHEAD`` (8) asked ahead of the bucket
+  being parsed (so memory does not grow with the window, and a failure stops the asking);
+  answers are parsed in bucket order, so frame and stack ids do not depend on which came first.
+  HTTP (``bot/sources/http_get.py``): ``timeout`` to connect and for each read, failed
+  connections and 429/502/503/504 retried twice with backoff (``REGBOT_PYROSCOPE_RETRY_SCALE``
+  scales the waits). Any failure ends the fetch with one line naming the request, as the
+  Prometheus source's do.
 * **Series** are ``gcpu:<subroutine>`` over the fetched buckets (``profiles/gcpu.py``, the
   configured triviality floor), exactly as from a sample store; the sample index stays on the
   source (``index``) for attribution, as a store's does.
@@ -26,7 +28,8 @@ from __future__ import annotations
 
 import math
 import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +48,7 @@ from regbot.timefmt import format_time
 
 MAX_BUCKETS = 10_000
 PARALLEL = 4
+AHEAD = 2 * PARALLEL  # requests asked ahead of the bucket being parsed
 RETRIES = 2
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 RETRY_SCALE_ENV = "REGBOT_PYROSCOPE_RETRY_SCALE"
@@ -101,23 +105,38 @@ def fetch_index(settings: PyroscopeSource, window: FetchWindow) -> SampleIndex:
     pool = pool_manager(policy, {host})
     table = StackTable()
     parts: list[Records] = []
+    run = ThreadPoolExecutor(PARALLEL, thread_name_prefix="regbot-pyroscope")
+
+    waiting = deque(starts)
+    pending: deque[tuple[float, Future[bytes]]] = deque()
+
+    def ask_next() -> None:
+        start = waiting.popleft()
+        url = render_url(settings, start)
+        pending.append((start, run.submit(get, pool, url, policy, f"sources.pyroscope ({url})")))
+
     try:
-        urls = [render_url(settings, start) for start in starts]
-        with ThreadPoolExecutor(PARALLEL, thread_name_prefix="regbot-pyroscope") as run:
-            bodies = run.map(lambda u: get(pool, u, policy, f"sources.pyroscope ({u})"), urls)
-            for start, url, body in zip(starts, urls, bodies):
-                where = f"sources.pyroscope ({url}, bucket {format_time(start)})"
-                samples = parse_flamebearer(body, source=where, table=table, at_s=start)
-                keep = samples.weights > 0
-                if keep.any():
-                    parts.append(
-                        Records(
-                            np.full(int(keep.sum()), int(start), np.int64),
-                            samples.stack_ids[keep],
-                            samples.weights[keep],
-                        )
+        while waiting and len(pending) < AHEAD:
+            ask_next()
+        while pending:
+            start, answer = pending.popleft()
+            if waiting:
+                ask_next()
+            where = (
+                f"sources.pyroscope ({render_url(settings, start)}, bucket {format_time(start)})"
+            )
+            samples = parse_flamebearer(answer.result(), source=where, table=table, at_s=start)
+            keep = samples.weights > 0
+            if keep.any():
+                parts.append(
+                    Records(
+                        np.full(int(keep.sum()), int(start), np.int64),
+                        samples.stack_ids[keep],
+                        samples.weights[keep],
                     )
+                )
     finally:
+        run.shutdown(wait=True, cancel_futures=True)  # after a failure, no more requests
         pool.clear()
     records = (
         aggregate_records(

@@ -18,6 +18,7 @@ from regbot.bot.config import PyroscopeSource, load_config
 from regbot.bot.sources.baseline import configured_source_names
 from regbot.bot.sources.gather import configured_sources, gather_series
 from regbot.bot.sources.pyroscope import (
+    AHEAD,
     MAX_BUCKETS,
     RETRY_SCALE_ENV,
     PyroscopeStacks,
@@ -105,6 +106,14 @@ def test_pyroscope_s_refusal_is_one_line_naming_the_request(pyroscope: Scripted)
         "expected HTTP 200 from the Pyroscope server, found \"HTTP 400: failed to parse 'query'\""
     )
     assert len(pyroscope.requests) == 1  # a 400 is not retried
+
+
+def test_a_failure_stops_the_asking(pyroscope: Scripted) -> None:
+    pyroscope.scripts["/pyroscope/render"] = always(400, b"bad query\n")
+    source = PyroscopeStacks(settings(pyroscope.url), gcpu_floor=0.0)
+    with pytest.raises(InputError, match="HTTP 400: bad query"):
+        source.fetch(FetchWindow(T0, T0 + 40 * STEP))
+    assert len(pyroscope.requests) <= AHEAD + 1  # of 40 buckets
 
 
 def test_a_5xx_is_retried_and_an_answer_that_is_no_flamebearer_is_named(
