@@ -26,6 +26,7 @@ from regbot.bot.config_reader import (
     read_section,
     read_workloads,
 )
+from regbot.bot.scrape_targets import ScrapeTarget, read_targets
 from regbot.detection.presets import (
     WORKLOAD_PRESETS,
     MinPoints,
@@ -47,6 +48,8 @@ from regbot.settings_fields import (
     DaskAddress,
     GitHubRepository,
     NonNegative,
+    Positive,
+    PositiveCount,
     Share,
     Url,
 )
@@ -64,7 +67,10 @@ __all__ = [
     "ProfilesSettings",
     "PrometheusQuery",
     "PrometheusSource",
+    "PyroscopeSource",
     "RepositorySettings",
+    "ScrapeSource",
+    "ScrapeTarget",
     "SourceSettings",
     "Threshold",
     "Windows",
@@ -109,13 +115,51 @@ class PrometheusSource:
 
 
 @dataclass(frozen=True, slots=True)
+class ScrapeSource:
+    """Live CPU profiles pulled by ``regbot scrape`` from pprof HTTP endpoints into the sample
+    store ``store``: every ``interval``, each target's ``/debug/pprof/profile?seconds=N``
+    (``seconds``: the profile's length). An answer may take ``seconds`` + ``timeout``
+    (``timeout`` is also the connect timeout); a failed connection or a 5xx/429 answer is tried
+    again ``retries`` times. Targets are URLs or ``{name, url}`` (``bot/scrape_targets.py``).
+    The targets' profiles share one store (one config is one service: its replicas' samples
+    pooled, as gCPU is a fleet share); ``regbot run`` reads that store as its profiles when
+    ``sources.profiles`` is not set."""
+
+    targets: Annotated[tuple[ScrapeTarget, ...], ReadWith(read_targets)] = ()
+    seconds: PositiveCount = 10
+    interval_s: Positive = 60.0
+    timeout_s: Positive = 10.0
+    retries: int = 2
+    store: Path = Path(".regbot/scraped")
+
+
+@dataclass(frozen=True, slots=True)
+class PyroscopeSource:
+    """Grafana Pyroscope's query API as a profile source: ``query`` (a Pyroscope query,
+    ``process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="checkout"}``) rendered as
+    flamebearer JSON once per ``step`` of the run's window (each step one time bucket of the
+    gCPU series), through ``path`` (``/pyroscope/render``; ``/render`` before Pyroscope 1.0),
+    at most ``max_nodes`` nodes per answer, ``timeout`` to connect and for each read."""
+
+    url: Url
+    query: str
+    step_s: Positive = 600.0
+    timeout_s: Positive = 30.0
+    max_nodes: PositiveCount = 16384
+    path: str = "/pyroscope/render"
+
+
+@dataclass(frozen=True, slots=True)
 class SourceSettings:
     """Where series come from: §3 profiles (files, folders, or a store from ``regbot ingest``),
-    §2 series files or folders, and Prometheus. One path or a list of them."""
+    §2 series files or folders, and Prometheus. One path or a list of them. ``scrape`` and
+    ``pyroscope``: live profiles (``ScrapeSource``, ``PyroscopeSource``)."""
 
     profiles: tuple[Path, ...] = ()
     series: tuple[Path, ...] = ()
     prometheus: PrometheusSource | None = None
+    scrape: ScrapeSource | None = None
+    pyroscope: PyroscopeSource | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,12 @@ def _command_gcpu(args: argparse.Namespace, out: Console, err: Console) -> int:
     return ingest_command.run_gcpu(args, out, err)
 
 
+def _command_scrape(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from regbot.bot.cli import scrape as scrape_command
+
+    return scrape_command.run(args, out, err)
+
+
 def _command_detect(args: argparse.Namespace, out: Console, err: Console) -> int:
     from regbot.bot.cli import detect as detect_command
 
@@ -72,6 +78,7 @@ def _command_demo(args: argparse.Namespace, out: Console, err: Console) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace, Console, Console], int]] = {
     "ingest": _command_ingest,
     "gcpu": _command_gcpu,
+    "scrape": _command_scrape,
     "detect": _command_detect,
     "run": _command_run,
     "explain": _command_explain,
@@ -108,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     gcpu.add_argument(
         "-o", "--output", type=Path, metavar="OUT", help="write series (.jsonl, .csv or .parquet)"
     )
+    _add_scrape_parser(sub)
     detect = sub.add_parser("detect", help="run the detection pipeline over series files")
     detect.add_argument("series", nargs="+", type=Path, metavar="SERIES")
     detect.add_argument("-c", "--config", type=Path, metavar="regbot.yml")
@@ -158,6 +166,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--seed", type=int, default=9, help="scenario seed (default 9)")
     return parser
+
+
+def _add_scrape_parser(sub: argparse._SubParsersAction[_ArgumentParser]) -> None:
+    scrape = sub.add_parser(
+        "scrape", help="pull CPU profiles from pprof HTTP endpoints into the sample store"
+    )
+    scrape.add_argument("-c", "--config", type=Path, metavar="regbot.yml")
+    scrape.add_argument(
+        "--target",
+        action="append",
+        metavar="[NAME=]URL",
+        help="a pprof endpoint (repeatable; replaces sources.scrape.targets)",
+    )
+    scrape.add_argument("--store", type=Path, metavar="DIR", help="the sample store to append to")
+    scrape.add_argument("--seconds", metavar="N", help="length of each profile (default 10)")
+    scrape.add_argument("--interval", metavar="DURATION", help="between rounds (default 60s)")
+    scrape.add_argument("--timeout", metavar="DURATION", help="beyond --seconds (default 10s)")
+    scrape.add_argument("--retries", metavar="K", help="more attempts per target (default 2)")
+    rounds = scrape.add_mutually_exclusive_group()
+    rounds.add_argument("--once", action="store_true", help="one round, then exit")
+    rounds.add_argument("--count", metavar="K", help="K rounds, then exit (default: until ^C)")
+    scrape.add_argument(
+        "--bucket", metavar="DURATION", help="bucket width of a new store (default 60s)"
+    )
+    scrape.add_argument("--sample-type", help="pprof sample type to read (default: the first)")
 
 
 def main(

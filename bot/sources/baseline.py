@@ -11,6 +11,7 @@ The rule, judged on the series of the run as detection saw them (after ``--now``
 * **gCPU series from profiles** are one source: the sample store's buckets are their common time
   axis, so the profiles source is missing when the store has fewer than ``min_points`` buckets
   in the historical window (each gCPU series is not listed: they all lack the same history).
+  Pyroscope's series are judged the same way, by the buckets it answered.
 * **Every other series** (series files, Prometheus) is judged on its own: missing when it has
   fewer than ``min_points`` points in the historical window, including none at all.
 
@@ -91,7 +92,7 @@ def find_missing_baselines(
             missing.append(
                 MissingBaseline("source", source, "the source returned no series", None, min_points)
             )
-        elif source == PROFILES_SOURCE and profile_buckets_s is not None:
+        elif source in (PROFILES_SOURCE, "pyroscope") and profile_buckets_s is not None:
             buckets = points_in_history(profile_buckets_s, windows)
             if buckets < min_points:
                 missing.append(
@@ -115,14 +116,19 @@ def find_missing_baselines(
 
 
 def configured_source_names(sources: SourceSettings) -> list[str]:
-    """The names of the configured sources (``profiles``, ``series``, ``prometheus``), in that
-    order."""
+    """The names of the configured sources (``profiles``, ``series``, ``prometheus``,
+    ``pyroscope``), in that order; a scrape store counts as profiles (unless Pyroscope gives
+    the stacks)."""
     return [
         name
         for name, on in (
-            ("profiles", bool(sources.profiles)),
+            (
+                "profiles",
+                bool(sources.profiles) or (sources.scrape is not None and not sources.pyroscope),
+            ),
             ("series", bool(sources.series)),
             ("prometheus", sources.prometheus is not None),
+            ("pyroscope", sources.pyroscope is not None),
         )
         if on
     ]

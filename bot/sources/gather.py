@@ -5,7 +5,13 @@ profiles, §2 series files, and Prometheus queries, each behind the ``Source`` p
 Profiles may be a store made by ``regbot ingest`` (a folder holding ``manifest.json``) or profile
 files and folders. Files are ingested into a store kept beside the state database
 (``<state>.profiles/``), so a re-run reads each file once (the store's re-ingest rule), and the
-store is what attribution queries.
+store is what attribution queries. Without ``sources.profiles``, the store ``regbot scrape``
+fills (``sources.scrape.store``) is the profiles, once it exists.
+
+``sources.pyroscope`` is the other way to get stacks (``bot/sources/pyroscope.py``): its gCPU
+series have the same ids as a store's, so a config names either ``sources.profiles`` or it
+(with ``sources.pyroscope``, a scrape store is not read), and its stacks are what attribution
+queries.
 
 Series whose kind is one of ``attribution.signal_kinds`` (feature flags, config rollouts) are set
 aside as signals for the correlation part; they describe a set-up, not performance, and are never
@@ -58,8 +64,12 @@ def profile_store_dir(config: Config) -> Path:
 def open_profiles(config: Config) -> SampleIndex | None:
     """The sample index over the configured profiles: an existing store, or the files ingested
     into the run's own store."""
-    stores = [p for p in config.sources.profiles if (p / "manifest.json").is_file()]
-    files = [p for p in config.sources.profiles if p not in stores]
+    profiles = config.sources.profiles
+    scrape = config.sources.scrape
+    if not profiles and scrape is not None and (scrape.store / "manifest.json").is_file():
+        profiles = (scrape.store,)
+    stores = [p for p in profiles if (p / "manifest.json").is_file()]
+    files = [p for p in profiles if p not in stores]
     if stores and files:
         raise InputError(
             "sources.profiles", "either one store made by `regbot ingest` or profile files"
@@ -105,15 +115,24 @@ def split_signals(
 
 def configured_sources(config: Config) -> list[Source]:
     """The sources ``regbot.yml`` configures, in the order their series are listed: profiles
-    (opened, or ingested into the run's store, here), series files, Prometheus."""
+    (opened, or ingested into the run's store, here), series files, Prometheus, Pyroscope."""
     sources: list[Source] = []
-    index = open_profiles(config)
+    pyroscope = config.sources.pyroscope
+    if pyroscope is not None and config.sources.profiles:
+        raise InputError(
+            "sources.pyroscope", "either sources.profiles or sources.pyroscope (both give gcpu:)"
+        )
+    index = open_profiles(config) if pyroscope is None else None
     if index is not None:
         sources.append(ProfileSource(index, config.profiles.gcpu_floor))
     if config.sources.series:
         sources.append(SeriesFileSource(config.sources.series))
     if config.sources.prometheus is not None:
         sources.append(PrometheusQueries(config.sources.prometheus))
+    if pyroscope is not None:
+        from regbot.bot.sources.pyroscope import PyroscopeStacks
+
+        sources.append(PyroscopeStacks(pyroscope, config.profiles.gcpu_floor))
     return sources
 
 
@@ -127,8 +146,9 @@ def gather_series(config: Config, start_s: float, end_s: float) -> RunSeries:
         fetched = source.fetch(window)
         collected += fetched
         counts[source.name] = len(fetched)
-        if isinstance(source, ProfileSource):
-            index = source.index
+        carried = getattr(source, "index", None)  # a profile source's stacks, for attribution
+        if isinstance(carried, SampleIndex):
+            index = carried
     performance, signals = split_signals(collected, config.attribution.signal_kinds)
     return RunSeries(performance, signals, index, counts)
 

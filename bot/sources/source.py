@@ -1,7 +1,8 @@
 """The ``Source`` protocol: where a run's series come from. Each configured source (profiles,
-series files, Prometheus) is one object whose ``fetch(window)`` returns its series for the
-release window; ``gather_series`` asks each in turn and counts what it gave (for the
-missing-baseline check). Sources only read; none writes to the state."""
+series files, Prometheus, and Pyroscope in ``bot/sources/pyroscope.py``) is one object whose
+``fetch(window)`` returns its series for the release window; ``gather_series`` asks each in turn
+and counts what it gave (for the missing-baseline check). Sources only read; none writes to the
+state."""
 
 from __future__ import annotations
 
