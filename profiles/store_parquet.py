@@ -52,6 +52,7 @@ import pyarrow.parquet as pq
 
 from regbot.atomic import write_atomic
 from regbot.errors import InputError
+from regbot.profiles.arrow_buffers import from_bytes, from_numpy, to_numpy
 from regbot.profiles.model import subroutine_of
 from regbot.profiles.stacks import check_csr
 from regbot.profiles.store_records import Records
@@ -83,6 +84,11 @@ RECORDS = pa.schema(
         pa.field("weight", pa.float64(), nullable=False),
     ]
 )
+NUMPY_TYPES: dict[str, type[np.generic]] = {
+    "bucket_s": np.int64,
+    "stack": np.int64,
+    "weight": np.float64,
+}
 _ERRORS = (OSError, ValueError, KeyError, IndexError, pa.ArrowException)
 
 
@@ -108,7 +114,7 @@ def write_segment(
     _write(table_file(store, "frames", segment), _frames_table(frames, first_frame))
     _write(table_file(store, "stacks", segment), _stacks_table(*stacks, first_stack))
     columns = [records.bucket_s, records.stack, records.weight]
-    arrays = [pa.array(np.asarray(c, f.type.to_pandas_dtype())) for c, f in zip(columns, RECORDS)]
+    arrays = [from_numpy(column, field.type) for column, field in zip(columns, RECORDS)]
     _write(table_file(store, "records", segment), pa.Table.from_arrays(arrays, schema=RECORDS))
 
 
@@ -137,10 +143,10 @@ def _frames_table(frames: list[str], first: int) -> pa.Table:
     subroutines = [_storable(subroutine_of(text))[0] for text in frames]
     return pa.Table.from_arrays(
         [
-            pa.array(np.arange(first, first + len(frames), dtype=np.int32)),
-            pa.array([name for name, _ in stored], pa.string()),
-            pa.array(subroutines, pa.string()),
-            pa.array([raw for _, raw in stored], pa.binary()),
+            from_numpy(np.arange(first, first + len(frames)), pa.int32()),
+            from_bytes([name.encode() for name, _ in stored], pa.string()),
+            from_bytes([name.encode() for name in subroutines], pa.string()),
+            from_bytes([raw for _, raw in stored], pa.binary()),
         ],
         schema=FRAMES,
     )
@@ -155,9 +161,10 @@ def _stacks_table(
         end = min(n, start + STACK_CHUNK)
         lo, hi = int(offsets[start]), int(offsets[end])
         local = (offsets[start : end + 1] - lo).astype(np.int32)
-        values = pa.array(flat[lo:hi].astype(np.int32, copy=False))
-        chunks.append(pa.ListArray.from_arrays(pa.array(local), values, type=STACKS.field(1).type))
-    ids = pa.array(np.arange(first, first + n, dtype=np.int64))
+        values = from_numpy(flat[lo:hi], pa.int32())
+        list_type = STACKS.field(1).type
+        chunks.append(pa.ListArray.from_arrays(from_numpy(local, pa.int32()), values, list_type))
+    ids = from_numpy(np.arange(first, first + n), pa.int64())
     return pa.Table.from_arrays(
         [ids, pa.chunked_array(chunks, STACKS.field(1).type)], schema=STACKS
     )
@@ -212,8 +219,8 @@ def read_stacks(
         for chunk in table.column("frames").chunks:
             if chunk.flatten().null_count:
                 raise InputError(f"{file}: frames", "no null frame ids", "a null")
-            lengths.append(np.diff(chunk.offsets.to_numpy()).astype(np.int64))
-            values.append(chunk.flatten().to_numpy().astype(np.int32, copy=False))
+            lengths.append(np.diff(to_numpy(chunk.offsets, np.int32)).astype(np.int64))
+            values.append(to_numpy(chunk.flatten(), np.int32))
         offsets = np.zeros(1 + sum(len(x) for x in lengths), dtype=np.int64)
         if lengths:
             np.cumsum(np.concatenate(lengths), out=offsets[1:])
@@ -240,18 +247,18 @@ def record_batches(file: Path, columns: tuple[str, ...] = RECORDS.names) -> Iter
             arrays: dict[str, np.ndarray] = {}
             for field in RECORDS:
                 if field.name not in columns:
-                    arrays[field.name] = np.zeros(0, field.type.to_pandas_dtype())
+                    arrays[field.name] = np.zeros(0, NUMPY_TYPES[field.name])
                     continue
                 column = batch.column(field.name)
                 if column.null_count:
                     raise InputError(
                         f"{file}: {field.name}", "no nulls", f"{column.null_count} nulls"
                     )
-                arrays[field.name] = column.cast(field.type).to_numpy()
+                arrays[field.name] = to_numpy(column.cast(field.type), NUMPY_TYPES[field.name])
             yield Records(arrays["bucket_s"], arrays["stack"], arrays["weight"])
 
 
 def _check_ids(file: Path, name: str, column: pa.ChunkedArray, first: int) -> None:
-    ids = column.combine_chunks().to_numpy()  # an Array's: a ChunkedArray's imports pandas
+    ids = to_numpy(column.combine_chunks(), np.int64 if column.type == pa.int64() else np.int32)
     if len(ids) and not np.array_equal(ids, np.arange(first, first + len(ids))):
         raise InputError(f"{file}: {name}", f"ids {first}..{first + len(ids) - 1} in order")

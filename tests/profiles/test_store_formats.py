@@ -409,3 +409,36 @@ def test_a_damaged_npz_segment_is_one_line_naming_its_file(tmp_path: Path) -> No
         open_store(path)
     code, _, err = run_cli("gcpu", "--store", str(path))
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_reading_and_writing_the_store_does_not_import_pandas(tmp_path: Path) -> None:
+    """pyarrow's ``pa.array`` and ``to_numpy`` import pandas when it is installed (~0.4 s, ~40 MB
+    for `regbot ingest` and `regbot gcpu`); the store goes through buffers instead."""
+    import subprocess
+    import sys
+
+    program = """
+import sys
+from pathlib import Path
+from regbot.profiles.folded import parse_folded
+from regbot.profiles.model import ParseOptions
+from regbot.profiles.sample_index import SampleIndex
+from regbot.profiles.store import open_store
+store = open_store(Path(sys.argv[1]))
+data = b"a;b 1\\ncaf\\xe9;b 2\\n 3\\n"
+store.add(parse_folded(data, source="x", table=store.table, at_s=0, options=ParseOptions()), "x")
+store.commit()
+store = open_store(Path(sys.argv[1]))
+SampleIndex.of_store(store)
+store.bucket_times()
+store.compact()
+assert store.records().weight.sum() == 6
+print("pandas" in sys.modules)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program, str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "False"
