@@ -114,6 +114,8 @@ class SampleStore:
         if self._table is None:
             table = StackTable()
             table.extend(self._frames, self._offsets, self._flat)
+            if len(table.frames) != len(self._frames):
+                raise InputError(str(self.path), "each frame once in the store's frames tables")
             self._table = table
         return self._table
 
