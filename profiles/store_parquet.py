@@ -16,7 +16,8 @@ each, one file per segment, so that pandas, DuckDB, Dask or Spark open a table a
   lone surrogates as Python's ``surrogatepass`` writes them. regbot reads the text from ``raw``
   when it is set, so a frame keeps its id across runs.
 
-``stacks`` — the stacks first seen in the segment's run, in id order:
+``stacks`` — the stacks first seen in the segment's run, in id order, in row groups of
+``STACK_ROW_GROUP`` stacks (read one at a time):
 
 * ``stack`` int64, not null: the global stack id;
 * ``frames`` list<int32>, not null, elements not null: the stack's frame ids, root first (the
@@ -60,6 +61,7 @@ from regbot.profiles.store_records import Records
 TABLES = ("frames", "stacks", "records")
 ROW_GROUP_ROWS = 1 << 18
 BATCH_ROWS = 1 << 18
+STACK_ROW_GROUP = 1 << 14  # stacks per row group: reading holds one group's lists decoded
 STACK_CHUNK = 1 << 20  # stacks per list array written, so list offsets stay int32
 COMPRESSION = "zstd"
 
@@ -112,17 +114,18 @@ def write_segment(
     for table in TABLES:
         (store / table).mkdir(parents=True, exist_ok=True)
     _write(table_file(store, "frames", segment), _frames_table(frames, first_frame))
-    _write(table_file(store, "stacks", segment), _stacks_table(*stacks, first_stack))
+    stacks_table = _stacks_table(*stacks, first_stack)
+    _write(table_file(store, "stacks", segment), stacks_table, STACK_ROW_GROUP)
     columns = [records.bucket_s, records.stack, records.weight]
     arrays = [from_numpy(column, field.type) for column, field in zip(columns, RECORDS)]
     _write(table_file(store, "records", segment), pa.Table.from_arrays(arrays, schema=RECORDS))
 
 
-def _write(target: Path, table: pa.Table) -> None:
+def _write(target: Path, table: pa.Table, row_group: int = ROW_GROUP_ROWS) -> None:
     write_atomic(
         target,
         lambda handle: pq.write_table(
-            table, handle, compression=COMPRESSION, row_group_size=ROW_GROUP_ROWS
+            table, handle, compression=COMPRESSION, row_group_size=row_group
         ),
     )
 
@@ -209,24 +212,38 @@ def read_frames(file: Path, first: int) -> list[str]:
 def read_stacks(
     file: Path, first: int, n_frames: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
-    """The stacks of one segment in CSR form (offsets from 0, frame ids); their ids must run
-    from ``first`` and their frame ids stay below ``n_frames``."""
+    """The stacks of one segment in CSR form (offsets from 0, frame ids), read a row group at a
+    time; their ids must run from ``first`` and their frame ids stay below ``n_frames``."""
     with reading(file):
-        table = _columns(file, STACKS)
-        _check_ids(file, "stack", table.column("stack"), first)
+        parquet = pq.ParquetFile(file)
         lengths: list[npt.NDArray[np.int64]] = []
         values: list[npt.NDArray[np.int32]] = []
-        for chunk in table.column("frames").chunks:
-            if chunk.flatten().null_count:
+        expected = first
+        batches = parquet.iter_batches(
+            batch_size=STACK_ROW_GROUP, columns=STACKS.names, use_threads=False
+        )
+        for batch in batches:
+            ids, lists = (_column(file, batch, field) for field in STACKS)
+            _check_ids(file, "stack", ids, expected)
+            expected += len(ids)
+            if lists.flatten().null_count:
                 raise InputError(f"{file}: frames", "no null frame ids", "a null")
-            lengths.append(np.diff(to_numpy(chunk.offsets, np.int32)).astype(np.int64))
-            values.append(to_numpy(chunk.flatten(), np.int32))
+            lengths.append(np.diff(to_numpy(lists.offsets, np.int32)).astype(np.int64))
+            values.append(to_numpy(lists.flatten(), np.int32).copy())
         offsets = np.zeros(1 + sum(len(x) for x in lengths), dtype=np.int64)
         if lengths:
             np.cumsum(np.concatenate(lengths), out=offsets[1:])
         flat = np.concatenate(values) if values else np.zeros(0, np.int32)
         check_csr(f"{file}: frames", offsets, flat, n_frames)
         return offsets, flat
+
+
+def _column(file: Path, batch: pa.RecordBatch, field: pa.Field) -> pa.Array:
+    """``field``'s column of ``batch``, cast to its type; a null refused where it is required."""
+    column = batch.column(field.name)
+    if not field.nullable and column.null_count:
+        raise InputError(f"{file}: {field.name}", "no nulls", f"{column.null_count} nulls")
+    return column.cast(field.type)
 
 
 def record_rows(file: Path) -> int:
@@ -258,7 +275,9 @@ def record_batches(file: Path, columns: tuple[str, ...] = RECORDS.names) -> Iter
             yield Records(arrays["bucket_s"], arrays["stack"], arrays["weight"])
 
 
-def _check_ids(file: Path, name: str, column: pa.ChunkedArray, first: int) -> None:
-    ids = to_numpy(column.combine_chunks(), np.int64 if column.type == pa.int64() else np.int32)
+def _check_ids(file: Path, name: str, column: pa.Array | pa.ChunkedArray, first: int) -> None:
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    ids = to_numpy(column, np.int64 if column.type == pa.int64() else np.int32)
     if len(ids) and not np.array_equal(ids, np.arange(first, first + len(ids))):
         raise InputError(f"{file}: {name}", f"ids {first}..{first + len(ids) - 1} in order")
