@@ -7,7 +7,8 @@ process so peak memory is its own:
 * floor   - merely reading every file and splitting its lines in Python (and, as a second floor,
             also splitting each line into stack and count);
 * regbot  - `regbot ingest CORPUS --store DIR` (parse, intern, aggregate, write the store);
-* gcpu    - opening the store and building every gCPU series (`build_gcpu`).
+* gcpu    - opening the store and building every gCPU series (`build_gcpu`);
+* append  - `regbot ingest` of one more file into (a copy of) that store.
 
 regbot runs twice: this version, which writes Parquet segments (format regbot-store/2), and the
 last version that wrote numpy .npz segments (regbot-store/1), its sources taken from git
@@ -34,6 +35,7 @@ import tempfile
 import textwrap
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -165,17 +167,41 @@ def run_child(code: str, *args: str, sources: Path | None = None) -> dict[str, f
 
 
 def best_of(
-    repeat: int, code: str, *args: str, sources: Path | None = None, fresh: Path | None = None
+    repeat: int,
+    code: str,
+    *args: str,
+    sources: Path | None = None,
+    prepare: Callable[[], object] | None = None,
 ) -> dict[str, float]:
-    """``run_child`` ``repeat`` times (removing the folder ``fresh`` before each run): the
-    fastest run's figures, with the highest peak memory of all."""
+    """``run_child`` ``repeat`` times (calling ``prepare`` before each run): the fastest run's
+    figures, with the highest peak memory of all."""
     runs = []
     for _ in range(max(1, repeat)):
-        if fresh is not None:
-            shutil.rmtree(fresh, ignore_errors=True)
+        if prepare is not None:
+            prepare()
         runs.append(run_child(code, *args, sources=sources))
     fastest = min(runs, key=lambda run: run["seconds"])
     return {**fastest, "peak_mb": max(run["peak_mb"] for run in runs)}
+
+
+def copy(store: Path, name: str) -> Callable[[], object]:
+    """A fresh copy of ``store`` named ``name`` beside it, made when called."""
+
+    def make() -> object:
+        target = store.with_name(name)
+        shutil.rmtree(target, ignore_errors=True)
+        return shutil.copytree(store, target)
+
+    return make
+
+
+def one_more_file(corpus: Path, folder: Path, files: int) -> Path:
+    """A folder holding one more bucket file: the corpus's last file, for the next minute."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    last = sorted(corpus.iterdir())[-1]
+    shutil.copy(last, folder / f"{int(last.stem) + 60}.folded")
+    return folder
 
 
 def npz_revision() -> str | None:
@@ -240,7 +266,7 @@ def main() -> None:
     corpus, store, npz_store = work / "corpus", work / "store", work / "store-npz"
     npz_rev = None if args.no_npz else (args.npz_rev or npz_revision())
     try:
-        for old in (store, npz_store, work / "npz-sources"):
+        for old in (store, npz_store, work / "npz-sources", work / "appended", work / "extra"):
             shutil.rmtree(old, ignore_errors=True)
         if not corpus.exists():
             corpus.mkdir(parents=True)
@@ -255,31 +281,54 @@ def main() -> None:
         n = args.repeat
         floor = best_of(n, FLOOR_LINES, str(corpus))
         floor_split = best_of(n, FLOOR_SPLIT, str(corpus))
-        ingest = best_of(n, REGBOT_INGEST, str(corpus), str(store), fresh=store)
+        ingest = best_of(
+            n, REGBOT_INGEST, str(corpus), str(store), prepare=lambda: shutil.rmtree(store, True)
+        )
         gcpu = best_of(n, REGBOT_GCPU, str(store))
+        extra = one_more_file(corpus, work / "extra", args.files)
+        append = best_of(
+            n, REGBOT_INGEST, str(extra), str(work / "appended"), prepare=copy(store, "appended")
+        )
         rows = [
             ("floor: read + split lines", floor, None),
             ("floor: read + split lines + rpartition", floor_split, None),
             ("regbot ingest, Parquet (parse, intern, store)", ingest, size_on_disk(store)),
             ("regbot gCPU series from the Parquet store", gcpu, None),
+            ("regbot ingest of 1 more file into it", append, None),
         ]
         if npz_rev is not None:
             sources = npz_sources(npz_rev, work / "npz-sources")
             npz_ingest = best_of(
-                n, REGBOT_INGEST, str(corpus), str(npz_store), sources=sources, fresh=npz_store
+                n,
+                REGBOT_INGEST,
+                str(corpus),
+                str(npz_store),
+                sources=sources,
+                prepare=lambda: shutil.rmtree(npz_store, True),
             )
             npz_gcpu = best_of(n, REGBOT_GCPU, str(npz_store), sources=sources)
+            npz_append = best_of(
+                n,
+                REGBOT_INGEST,
+                str(extra),
+                str(work / "appended"),
+                sources=sources,
+                prepare=copy(npz_store, "appended"),
+            )
             npz_read = best_of(n, REGBOT_GCPU, str(npz_store))
             rows += [
                 ("regbot ingest, npz (the npz version)", npz_ingest, size_on_disk(npz_store)),
                 ("regbot gCPU series from the npz store", npz_gcpu, None),
-                ("  the same, read by this version", npz_read, None),
+                ("regbot ingest of 1 more file into it", npz_append, None),
+                ("gCPU from the npz store, read by this version", npz_read, None),
             ]
         print(f"\n{'step':<48} {'seconds':>8} {'lines/s':>12} {'peak MB':>9} {'store MB':>9}")
         for name, got, store_mb in rows:
             seconds, peak = got["seconds"], got["peak_mb"]
             on_disk = f"{store_mb:>9,.1f}" if store_mb is not None else f"{'':>9}"
-            print(f"{name:<48} {seconds:>8.2f} {lines / seconds:>12,.0f} {peak:>9,.0f} {on_disk}")
+            step_lines = args.lines if "1 more file" in name else lines
+            rate = f"{step_lines / seconds:>12,.0f}"
+            print(f"{name:<48} {seconds:>8.2f} {rate} {peak:>9,.0f} {on_disk}")
         print(
             f"\ningest / floor (read + split lines): {ingest['seconds'] / floor['seconds']:.2f}x "
             f"(target <= 3x)"
