@@ -168,7 +168,7 @@ def run_seed(seed: int) -> SeedResult:
             collect_profile_paths([scenario.profiles_dir]), root / "store", bucket_width_s=BUCKET_S
         )
         store = open_store(root / "store")
-        index = SampleIndex(store.table, store.records())
+        index = SampleIndex.of_store(store)
         ingested = time.perf_counter()
         evidence = evidence_for(scenario, index)
         changes, found = attribute_all(

@@ -28,7 +28,7 @@ def open_profile_index(paths: Sequence[Path]) -> SampleIndex | None:
     for path in paths:
         if (path / "manifest.json").is_file():
             store = open_store(path)
-            return SampleIndex(store.table, store.records())
+            return SampleIndex.of_store(store)
     return None
 
 

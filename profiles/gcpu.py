@@ -41,18 +41,23 @@ def build_gcpu(
     (default 0.001%). A bucket where a subroutine was not seen has gCPU 0 (it was sampled and not
     found); buckets with no samples at all are not in the store and so are not points. Idle and
     empty stacks count toward a bucket's total. One sparse product, buckets × stacks × subroutines,
-    O(records × mean stack depth).
+    O(records × mean stack depth); the dense result is the one array of its size made.
     """
     basis = index.leaf if self_share else index.membership
-    inclusive = (index.counts @ basis).tocsc()
+    inclusive = index.counts @ basis  # buckets × subroutines
     totals = index.totals
     grand_total = float(totals.sum())
     column_sums = np.asarray(inclusive.sum(axis=0)).ravel()
     overall = column_sums / grand_total if grand_total else np.zeros_like(column_sums)
     keep = np.flatnonzero((overall >= floor) & (overall > 0))
-    chosen = inclusive[:, keep].toarray().T  # subroutines × buckets
-    with np.errstate(invalid="ignore", divide="ignore"):
-        values = np.where(totals > 0, chosen / np.where(totals > 0, totals, 1.0), 0.0)
+    chosen = inclusive[:, keep]
+    del inclusive
+    # Fortran order, transposed: subroutines × buckets, C-contiguous, with no copy; divided in place
+    values = chosen.toarray(order="F").T
+    del chosen
+    sampled = totals > 0
+    np.divide(values, np.where(sampled, totals, 1.0), out=values)
+    values[:, ~sampled] = 0.0
     names = [index.subroutines[i] for i in keep]
     return GcpuMatrix(
         names, index.bucket_times_s.astype(np.float64), values, overall[keep], self_share

@@ -23,22 +23,33 @@ import numpy.typing as npt
 from scipy import sparse
 
 from regbot.profiles.model import subroutine_of
-from regbot.profiles.stacks import StackTable
-from regbot.profiles.store import Records
+from regbot.profiles.stacks import StackArrays, StackTable
+from regbot.profiles.store import SampleStore
+from regbot.profiles.store_records import BucketCounts, Records
 
 
 class SampleIndex:
-    """Read-only queries over one snapshot of the store's records."""
+    """Read-only queries over one snapshot of the store's records.
 
-    def __init__(self, table: StackTable, records: Records) -> None:
-        self.frames: list[str] = list(table.frames)
-        self.bucket_times_s, bucket_rows = np.unique(records.bucket_s, return_inverse=True)
-        n_stacks = len(table.stacks)
-        self.offsets, self.stack_frames = table.stacks_csr(0)
-        self.counts = sparse.csr_matrix(
-            (records.weight, (bucket_rows.ravel(), records.stack)),
-            shape=(len(self.bucket_times_s), n_stacks),
-        )
+    Built from the stacks (a ``StackTable`` or its arrays) and the records (rows, or already as
+    the buckets × stacks matrix); ``of_store`` takes both from a store without materialising its
+    records as rows.
+    """
+
+    def __init__(self, table: StackTable | StackArrays, records: Records | BucketCounts) -> None:
+        stacks = table.arrays() if isinstance(table, StackTable) else table
+        self.frames: list[str] = stacks.frames
+        self.offsets, self.stack_frames = stacks.offsets, stacks.stack_frames
+        n_stacks = len(self.offsets) - 1
+        if isinstance(records, BucketCounts):
+            self.bucket_times_s = records.bucket_times_s
+            self.counts = records.counts
+        else:
+            self.bucket_times_s, bucket_rows = np.unique(records.bucket_s, return_inverse=True)
+            self.counts = sparse.csr_matrix(
+                (records.weight, (bucket_rows.ravel(), records.stack)),
+                shape=(len(self.bucket_times_s), n_stacks),
+            )
         self.totals = np.asarray(self.counts.sum(axis=1)).ravel()
         sub_names = [subroutine_of(text) for text in self.frames]
         unique_subs, frame_sub = np.unique(np.array(sub_names, dtype=object), return_inverse=True)
@@ -47,6 +58,12 @@ class SampleIndex:
         self._sub_ids = {name: i for i, name in enumerate(self.subroutines)}
         self._frame_ids = {text: i for i, text in enumerate(self.frames)}
         self._range_cache: dict[tuple[int, int], np.ndarray] = {}
+
+    @classmethod
+    def of_store(cls, store: SampleStore) -> SampleIndex:
+        """The index over everything in ``store`` (committed and pending), its records read one
+        batch at a time into the counts matrix."""
+        return cls(store.stack_arrays(), store.bucket_counts())
 
     # -- structure ---------------------------------------------------------------------------
     @cached_property

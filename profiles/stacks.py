@@ -3,9 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
+from regbot.errors import InputError
+
+
+@dataclass(frozen=True, slots=True)
+class StackArrays:
+    """Frames and stacks as arrays, what queries need: stack ``i`` is the frames
+    ``stack_frames[offsets[i]:offsets[i + 1]]`` (ids into ``frames``), root first."""
+
+    frames: list[str]
+    offsets: npt.NDArray[np.int64]
+    stack_frames: npt.NDArray[np.int32]
+
+
+def check_csr(
+    where: str, offsets: npt.NDArray[np.int64], flat: npt.NDArray[np.integer], n_frames: int
+) -> None:
+    """Refuse stacks in CSR form whose offsets do not run from 0 to ``len(flat)`` without going
+    back, or whose frame ids are not below ``n_frames``."""
+    if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(flat):
+        raise InputError(where, f"stack offsets from 0 to {len(flat)}")
+    if bool(np.any(offsets[1:] < offsets[:-1])):
+        raise InputError(where, "stack offsets that never decrease")
+    if len(flat) and (int(flat.min()) < 0 or int(flat.max()) >= n_frames):
+        raise InputError(where, f"frame ids in [0, {n_frames})", int(flat.max()))
 
 
 class _Ids(dict[str, int]):
@@ -84,6 +110,11 @@ class StackTable:
             key = tuple(flat[start:end])
             self._stack_ids[key] = len(self.stacks)
             self.stacks.append(key)
+
+    def arrays(self) -> StackArrays:
+        """Every frame and stack, as arrays (a copy: later interning does not change it)."""
+        offsets, flat = self.stacks_csr(0)
+        return StackArrays(list(self.frames), offsets, flat)
 
     def stacks_csr(self, start: int = 0) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
         """Stacks from id ``start`` on, as (offsets int64, frame ids int32) in CSR form."""

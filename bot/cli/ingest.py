@@ -74,7 +74,7 @@ def run_gcpu(args: argparse.Namespace, out: Console, err: Console) -> int:
     if not (args.store / "manifest.json").exists():
         raise InputError(str(args.store), "a sample store made by `regbot ingest --store`")
     store = open_store(args.store)
-    index = SampleIndex(store.table, store.records())
+    index = SampleIndex.of_store(store)
     matrix = build_gcpu(index, floor=floor, self_share=args.self_share)
     out.print(gcpu_table(matrix, args.top))
     if args.output is not None:

@@ -78,7 +78,7 @@ def open_profiles(config: Config) -> SampleIndex | None:
         raise InputError("sources.profiles", "one sample store", ", ".join(map(str, stores)))
     if stores:
         store = open_store(stores[0])
-        return SampleIndex(store.table, store.records())
+        return SampleIndex.of_store(store)
     if not files:
         return None
     paths = collect_profile_paths(files)
@@ -92,7 +92,7 @@ def open_profiles(config: Config) -> SampleIndex | None:
         options=ParseOptions(sample_type=config.profiles.sample_type),
     )
     store = open_store(store_dir)
-    return SampleIndex(store.table, store.records())
+    return SampleIndex.of_store(store)
 
 
 def _as_signal(series: Series) -> Signal:

@@ -9,8 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from regbot.errors import InputError
 from regbot.profiles.formats import (
     NEEDS_OUTSIDE_TIME,
@@ -103,8 +101,7 @@ def ingest_profiles(
             for path, data, digest in _read_ahead(paths, on_file)
         ]
         store.commit()
-        records = store.records()
-    buckets = np.unique(records.bucket_s)
+        buckets = store.bucket_times()
     return IngestSummary(
         files=results,
         new_frames=len(store.table.frames) - frames_before,

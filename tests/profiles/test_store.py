@@ -14,7 +14,13 @@ from regbot.errors import InputError
 from regbot.profiles.folded import parse_folded
 from regbot.profiles.model import ParseOptions
 from regbot.profiles.sample_index import SampleIndex
-from regbot.profiles.store import COMPACT_AFTER, aggregate_records, bucket_start, open_store
+from regbot.profiles.store import (
+    COMPACT_AFTER,
+    TABLES,
+    aggregate_records,
+    bucket_start,
+    open_store,
+)
 
 OPTIONS = ParseOptions()
 
@@ -96,7 +102,14 @@ def test_appends_accumulate_and_compact(tmp_path: Path) -> None:
     store = open_store(path)
     assert len(store.segments) <= COMPACT_AFTER
     assert store.records().weight.sum() == sum(range(1, COMPACT_AFTER + 3))
-    assert len(list(path.glob("seg-*.npz"))) == len(store.segments)
+    for table in TABLES:  # each table folder holds exactly the manifest's segments
+        assert sorted(p.stem for p in (path / table).iterdir()) == store.segments
+    assert sorted(p.name for p in path.iterdir() if not p.name.startswith(".")) == [
+        "frames",
+        "manifest.json",
+        "records",
+        "stacks",
+    ]
     assert set(json.loads((path / "manifest.json").read_text())["ingested"]) == {
         f"k{i}" for i in range(COMPACT_AFTER + 2)
     }
