@@ -14,6 +14,9 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import median_filter
 
+from regbot.detection.order_stats import mad as median_absolute_deviation
+from regbot.detection.order_stats import median
+
 __all__ = ["NoiseShape", "level_of", "noise_shape", "rolling_levels"]
 
 MAD_NORMAL = 1.4826
@@ -48,7 +51,7 @@ def noise_shape(
     if v.size < MIN_POINTS:
         return NoiseShape(True, None, "mean")
     residual = v - median_filter(v, size=min(SMOOTH_POINTS, v.size | 1), mode="nearest")
-    mad = float(np.median(np.abs(residual - np.median(residual))))
+    mad = median_absolute_deviation(residual)
     sd = float(residual.std())
     if mad <= 0.0:
         # More than half the residuals equal: a quantised or mostly constant series. Any spread
@@ -63,7 +66,7 @@ def noise_shape(
 def level_of(values: np.ndarray, statistic: Statistic) -> float:
     """The level of ``values`` by ``statistic``."""
     v = np.asarray(values, dtype=np.float64)
-    return float(v.mean() if statistic == "mean" else np.median(v))
+    return float(v.mean()) if statistic == "mean" else median(v)
 
 
 def rolling_levels(values: np.ndarray, m: int, statistic: Statistic) -> np.ndarray:

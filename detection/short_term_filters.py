@@ -12,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 
 from regbot.detection.model import Candidate, Verdict
-from regbot.detection.seasonality import seasonality_verdict
+from regbot.detection.seasonality import PeriodMemo, seasonality_verdict
 from regbot.detection.stage_settings import DetectionSettings
 from regbot.detection.thresholds import threshold_verdict
 from regbot.detection.went_away import went_away_verdict
@@ -31,9 +31,10 @@ def judge_candidate(candidate: Candidate, settings: DetectionSettings) -> list[V
     enough = enough_data_verdict(candidate, settings.workload.windows)
     if not enough.passed:
         return [enough]
-    verdicts = [went_away_verdict(candidate, settings.went_away)]
+    memo: PeriodMemo = {}  # the pre-change period, chosen once for both stages
+    verdicts = [went_away_verdict(candidate, settings.went_away, memo=memo)]
     if verdicts[-1].passed:
-        verdicts.append(seasonality_verdict(candidate, settings.seasonality))
+        verdicts.append(seasonality_verdict(candidate, settings.seasonality, memo=memo))
     if verdicts[-1].passed:
         verdicts.append(threshold_verdict(candidate, settings.workload.threshold))
     return verdicts

@@ -13,10 +13,14 @@ Kendall's tau, and Theil–Sen (O(m²) in its input) sees at most ``THEIL_SEN_MA
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.noise_shape import level_of, noise_shape, rolling_levels
+from regbot.detection.order_stats import mad as median_absolute_deviation
+from regbot.detection.seasonality import PeriodMemo
 from regbot.detection.stage_settings import WentAwaySettings
 from regbot.detection.stages import Stage
 from regbot.detection.went_away_levels import (
@@ -37,6 +41,11 @@ MAD_FLOOR_SHARE = 1e-9  # MAD floor = 1e-9 × the largest |value| (constant pre-
 
 def _plain(x: object) -> object:
     """numpy scalars → JSON values; NaN/inf → None."""
+    kind = type(x)
+    if kind is float:  # the common cases first, as the checks below would answer them
+        return x if math.isfinite(x) else None  # type: ignore[arg-type]
+    if kind is int or kind is str or kind is bool:
+        return x
     if isinstance(x, bool | np.bool_):
         return bool(x)
     if isinstance(x, int | np.integer):
@@ -48,7 +57,9 @@ def _plain(x: object) -> object:
     return x
 
 
-def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdict:
+def went_away_verdict(
+    candidate: Candidate, settings: WentAwaySettings, *, memo: PeriodMemo | None = None
+) -> Verdict:
     """FBDetect's went-away predicate on one candidate (stage "went_away"; passed = kept).
 
     Pre = ``values[:change_index]``, post = ``values[change_index:]``. Choices where §5.2.2
@@ -115,7 +126,8 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     * **Too few points**: fewer than 3 points before or after the change → kept, reason "too
       few points to judge" (the change-point stage already demanded evidence).
 
-    Pure; O(n log n). ``numbers`` holds plain JSON values (NaN → None).
+    Pure; O(n log n). ``numbers`` holds plain JSON values (NaN → None). ``memo``: the
+    candidate's pre-change period choices already made (``seasonality.remembered_period``).
     """
     values = np.asarray(candidate.values, dtype=np.float64)
     times = np.asarray(candidate.times_s, dtype=np.float64)
@@ -125,7 +137,7 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     if n_pre < MIN_POINTS_EACH_SIDE or n_post < MIN_POINTS_EACH_SIDE:
         numbers.update(too_few_points=True, min_points_each_side=MIN_POINTS_EACH_SIDE)
         return Verdict(STAGE, True, "too few points to judge", _plain_dict(numbers))
-    values, season_numbers = deseasonalise(times, values, c, settings)
+    values, season_numbers = deseasonalise(times, values, c, settings, memo)
     numbers.update(season_numbers)
     pre, post = values[:c], values[c:]
     w = candidate.windows
@@ -168,7 +180,7 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
 
     # LastingTrend.
     pre_level = level_of(pre, statistic)
-    mad = float(np.median(np.abs(pre - np.median(pre))))
+    mad = median_absolute_deviation(pre)
     mad_floor = max(MAD_FLOOR_SHARE * float(np.max(np.abs(values))), float(np.finfo(float).tiny))
     mad_floored = mad < mad_floor
     mad_used = max(mad, mad_floor)
