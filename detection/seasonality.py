@@ -30,6 +30,7 @@ __all__ = [
     "decompose_many",
     "remembered_period",
     "seasonality_verdict",
+    "stl_job",
 ]
 
 STAGE = Stage.SEASONALITY
@@ -303,15 +304,39 @@ def _z_score(
     return 0.0 if difference == 0 else math.copysign(math.inf, difference)
 
 
+def stl_job(
+    candidate: Candidate, settings: SeasonalitySettings, memo: PeriodMemo | None = None
+) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """What ``seasonality_verdict`` decomposes for ``candidate`` — (times_s, values,
+    period_points), the last ``STL_PERIODS`` periods before the change — or None when its
+    history has no significant period; a batch of candidates decomposes them together
+    (``decompose_many``) and hands each its fit."""
+    times = np.asarray(candidate.times_s, dtype=np.float64)
+    values = np.asarray(candidate.values, dtype=np.float64)
+    change = int(candidate.change_index)
+    period, _ = remembered_period(
+        times[:change], values[:change], settings.periods_s, settings.acf_alpha, memo
+    )
+    if period is None:
+        return None
+    first = max(0, change - STL_PERIODS * period)
+    return times[first:change], values[first:change], period
+
+
 def seasonality_verdict(
-    candidate: Candidate, settings: SeasonalitySettings, *, memo: PeriodMemo | None = None
+    candidate: Candidate,
+    settings: SeasonalitySettings,
+    *,
+    memo: PeriodMemo | None = None,
+    fit: Decomposition | None = None,
 ) -> Verdict:
     """Keep (``passed=True``) a candidate whose change survives removing seasonality.
 
     Numbers: ``period_s``, ``period_points``, ``acf``, ``acf_bound`` (the chosen period),
     ``acf_tried`` (every period tried), ``z_analysis``, ``z_extended`` (None when that window
     has no post-change points), ``threshold``, ``residual_std``. ``memo``: the candidate's
-    pre-change period choices already made (``remembered_period``).
+    pre-change period choices already made (``remembered_period``); ``fit``: the
+    decomposition of its ``stl_job``, already made.
     """
     times = np.asarray(candidate.times_s, dtype=np.float64)
     values = np.asarray(candidate.values, dtype=np.float64)
@@ -338,7 +363,8 @@ def seasonality_verdict(
     # STL sees the last STL_PERIODS periods before the change: enough cycles to estimate the
     # pattern, and STL's cost grows with its input (47 ms for 10 days of 10-minute points).
     first = max(0, change - STL_PERIODS * period)
-    fit = decompose(times[first:change], values[first:change], period)
+    if fit is None:
+        fit = decompose(times[first:change], values[first:change], period)
     deseasonalised = values - fit.seasonal_at(times)
     # Residual and baseline over the points STL fitted: before them, the trend is the fitted
     # one held flat, so the residual there would carry the series' slow wander as noise.
