@@ -19,7 +19,14 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special, stats
 
-__all__ = ["PAIRWISE_MAX", "KendallTest", "kendall_s", "kendall_test", "tie_terms"]
+__all__ = [
+    "PAIRWISE_MAX",
+    "KendallTest",
+    "kendall_s",
+    "kendall_test",
+    "mann_kendall_counts",
+    "tie_terms",
+]
 
 PAIRWISE_MAX = 2048  # points; longer windows go to scipy's O(n log n) count
 _CHUNK_PAIRS = 1 << 22  # pair signs held at once
@@ -46,6 +53,26 @@ def kendall_s(rows: np.ndarray, lengths: np.ndarray) -> npt.NDArray[np.int64]:
         down = np.count_nonzero((diff < 0) & counted, axis=(1, 2))
         out[lo : lo + step] = up - down
     return out
+
+
+@lru_cache(maxsize=64)
+def _pairs(n: int) -> npt.NDArray[np.intp]:
+    """Flat indices of the pairs (i, j), i < j, in an (n, n) array."""
+    i, j = np.triu_indices(n, 1)
+    flat: npt.NDArray[np.intp] = i * n + j
+    return flat
+
+
+def mann_kendall_counts(values: np.ndarray) -> tuple[int, int, int]:
+    """(S, tied pairs, Σ t(t−1)(2t+5)) of a 1-D window of finite values: the pairs' signs
+    counted at once (O(n²)), the tie groups only when some pairs tie."""
+    v = np.asarray(values, dtype=np.float64)
+    n = v.size
+    later = (v[None, :] - v[:, None]).ravel()[_pairs(n)]  # v[j] − v[i], i < j
+    up = int(np.count_nonzero(later > 0))
+    down = int(np.count_nonzero(later < 0))
+    ties = len(later) - up - down
+    return up - down, ties, tie_terms(v)[1] if ties else 0
 
 
 def tie_terms(values: np.ndarray) -> tuple[int, int]:
@@ -96,7 +123,8 @@ def kendall_test(n: int, s: int, ties: int, tie_variance: int) -> KendallTest:
     the tied pairs and Σ t(t−1)(2t+5) of the values' ties; scipy's expressions
     (``stats.kendalltau``, method "auto", two-sided)."""
     tot = (n * (n - 1)) // 2
-    tau = float(np.minimum(1.0, max(-1.0, s / np.sqrt(tot) / np.sqrt(tot - ties))))
+    # math.sqrt and np.sqrt both round correctly; min/max as np.minimum on these non-NaN floats
+    tau = min(1.0, max(-1.0, s / math.sqrt(tot) / math.sqrt(tot - ties)))
     discordant = (tot - ties - s) // 2
     if ties == 0 and (n <= 33 or min(discordant, tot - discordant) <= 1):
         p = _exact_two_sided_p(n, tot - discordant)
@@ -105,8 +133,8 @@ def kendall_test(n: int, s: int, ties: int, tie_variance: int) -> KendallTest:
         # scipy's variance with time's tie terms (zero) left out: subtracting 0 and adding 0.0
         # change no float
         var = (m * (2 * n + 5) - tie_variance) / 18
-        z = s / np.sqrt(var)
-        p = float(2 * special.ndtr(-np.abs(z)))
+        z = s / math.sqrt(var)
+        p = float(2 * special.ndtr(-abs(z)))
     return KendallTest(s, tau, p)
 
 

@@ -13,13 +13,12 @@ Kendall's tau, and Theil–Sen (O(m²) in its input) sees at most ``THEIL_SEN_MA
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.noise_shape import level_of, noise_shape, rolling_levels
 from regbot.detection.order_stats import mad as median_absolute_deviation
+from regbot.detection.order_stats import percentile
 from regbot.detection.seasonality import PeriodMemo
 from regbot.detection.stage_settings import WentAwaySettings
 from regbot.detection.stages import Stage
@@ -37,24 +36,6 @@ __all__ = ["went_away_verdict"]
 STAGE = Stage.WENT_AWAY
 MIN_POINTS_EACH_SIDE = 3
 MAD_FLOOR_SHARE = 1e-9  # MAD floor = 1e-9 × the largest |value| (constant pre-change series)
-
-
-def _plain(x: object) -> object:
-    """numpy scalars → JSON values; NaN/inf → None."""
-    kind = type(x)
-    if kind is float:  # the common cases first, as the checks below would answer them
-        return x if math.isfinite(x) else None  # type: ignore[arg-type]
-    if kind is int or kind is str or kind is bool:
-        return x
-    if isinstance(x, bool | np.bool_):
-        return bool(x)
-    if isinstance(x, int | np.integer):
-        return int(x)
-    if isinstance(x, float | np.floating):
-        return float(x) if np.isfinite(x) else None
-    if isinstance(x, list | tuple | np.ndarray):
-        return [_plain(i) for i in x]
-    return x
 
 
 def went_away_verdict(
@@ -126,8 +107,9 @@ def went_away_verdict(
     * **Too few points**: fewer than 3 points before or after the change → kept, reason "too
       few points to judge" (the change-point stage already demanded evidence).
 
-    Pure; O(n log n). ``numbers`` holds plain JSON values (NaN → None). ``memo``: the
-    candidate's pre-change period choices already made (``seasonality.remembered_period``).
+    Pure; O(n log n). ``numbers`` holds plain JSON values (NaN → None; ``Verdict`` makes them
+    so). ``memo``: the candidate's pre-change period choices already made
+    (``seasonality.remembered_period``).
     """
     values = np.asarray(candidate.values, dtype=np.float64)
     times = np.asarray(candidate.times_s, dtype=np.float64)
@@ -136,7 +118,7 @@ def went_away_verdict(
     numbers: dict[str, object] = {"n_points": values.size, "n_pre": n_pre, "n_post": n_post}
     if n_pre < MIN_POINTS_EACH_SIDE or n_post < MIN_POINTS_EACH_SIDE:
         numbers.update(too_few_points=True, min_points_each_side=MIN_POINTS_EACH_SIDE)
-        return Verdict(STAGE, True, "too few points to judge", _plain_dict(numbers))
+        return Verdict(STAGE, True, "too few points to judge", numbers)
     values, season_numbers = deseasonalise(times, values, c, settings, memo)
     numbers.update(season_numbers)
     pre, post = values[:c], values[c:]
@@ -174,8 +156,8 @@ def went_away_verdict(
     post_level = level_of(post, statistic)
     hist_levels = rolling_levels(historical, m, statistic)
     day_levels = rolling_levels(day, m, statistic)
-    p_hist_level = float(np.percentile(hist_levels, settings.historical_percentile))
-    p_day_level = float(np.percentile(day_levels, settings.previous_day_percentile))
+    p_hist_level = percentile(hist_levels, settings.historical_percentile)
+    p_day_level = percentile(day_levels, settings.previous_day_percentile)
     significant = letters_ok and post_level > p_hist_level and post_level > p_day_level
 
     # LastingTrend.
@@ -278,11 +260,7 @@ def went_away_verdict(
         gone_away_limit=gone_limit,
         regression_gone_away=gone_away,
     )
-    return Verdict(STAGE, passed, _reason(numbers), _plain_dict(numbers))
-
-
-def _plain_dict(numbers: dict[str, object]) -> dict[str, object]:
-    return {key: _plain(value) for key, value in numbers.items()}
+    return Verdict(STAGE, passed, _reason(numbers), numbers)
 
 
 def _reason(n: dict[str, object]) -> str:

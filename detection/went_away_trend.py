@@ -8,13 +8,14 @@ count past ``kendall.PAIRWISE_MAX`` points); Theil–Sen (O(m²) in its input) s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from scipy import stats
 
-from regbot.detection.kendall import PAIRWISE_MAX, kendall_s, kendall_test, tie_terms
+from regbot.detection.kendall import PAIRWISE_MAX, kendall_test, mann_kendall_counts, tie_terms
 from regbot.detection.noise_shape import Statistic, level_of
 
 __all__ = [
@@ -84,12 +85,12 @@ def mann_kendall(values: np.ndarray, alpha: float) -> MannKendall:
     spread = np.ptp(v)
     if spread == 0:
         return MannKendall(0, 0.0, 1.0, "none")
-    n_ties, tie_variance = tie_terms(v)
     if n > PAIRWISE_MAX or not np.isfinite(spread):  # scipy's own count (and its NaN handling)
         res = stats.kendalltau(np.arange(n), v)
         tau, p = float(res.statistic), float(res.pvalue)
+        n_ties = tie_terms(v)[0]
     else:
-        s_exact = int(kendall_s(v[None, :], np.array([n]))[0])
+        s_exact, n_ties, tie_variance = mann_kendall_counts(v)
         test = kendall_test(n, s_exact, n_ties, tie_variance)
         tau, p = test.tau, test.p_value
     return _mann_kendall(n, n_ties, tau, p, alpha)
@@ -97,7 +98,7 @@ def mann_kendall(values: np.ndarray, alpha: float) -> MannKendall:
 
 def _mann_kendall(n: int, n_ties: int, tau: float, p: float, alpha: float) -> MannKendall:
     n0 = n * (n - 1) / 2
-    s = int(round(tau * np.sqrt(n0 * (n0 - n_ties))))
+    s = int(round(tau * math.sqrt(n0 * (n0 - n_ties))))
     direction: Literal["up", "down", "none"] = "none"
     if p < alpha:
         direction = "up" if tau > 0 else "down"

@@ -17,7 +17,7 @@ from statsmodels.tsa.stattools import acf
 from regbot.detection.acf import acf_band, next_regular
 from regbot.detection.dist import chi2_sf, norm_ppf, norm_sf, t_sf
 from regbot.detection.kendall import PAIRWISE_MAX, kendall_s
-from regbot.detection.order_stats import mad, median
+from regbot.detection.order_stats import mad, median, percentile
 from regbot.detection.went_away_trend import MannKendall, mann_kendall, theil_sen
 
 
@@ -165,3 +165,21 @@ def test_median_and_mad_equal_numpy(seed):
             warnings.simplefilter("ignore", RuntimeWarning)  # numpy on empty samples
             assert same(median(v), np.median(v))
             assert same(mad(v), np.median(np.abs(v - np.median(v))))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_percentile_equals_numpy(seed):
+    rng = np.random.default_rng(seed)
+    for i in range(3000):
+        n = int(rng.integers(1, 80))
+        v = rng.normal(size=n) * 10 ** rng.uniform(-6, 6)
+        if i % 3 == 0:
+            v = np.round(v)
+        if i % 13 == 0:
+            v[rng.integers(0, n)] = np.nan
+        if i % 17 == 0:
+            v[rng.integers(0, n)] = np.inf
+        q = (0.0, 100.0, 50.0, 90.0, 95.0, float(rng.uniform(0, 100)))[i % 6]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy's inf − inf
+            assert same(percentile(v, q), np.percentile(v, q))
