@@ -17,7 +17,7 @@ from scipy.ndimage import median_filter
 from regbot.detection.order_stats import mad as median_absolute_deviation
 from regbot.detection.order_stats import median
 
-__all__ = ["NoiseShape", "level_of", "noise_shape", "rolling_levels"]
+__all__ = ["NoiseShape", "level_of", "noise_shape", "rolling_levels", "smooth_residual"]
 
 MAD_NORMAL = 1.4826
 SMOOTH_POINTS = 25
@@ -43,14 +43,28 @@ class NoiseShape:
         }
 
 
+def smooth_residual(values: np.ndarray) -> np.ndarray:
+    """``values`` minus their rolling median over ``SMOOTH_POINTS`` points (fewer, odd, for a
+    shorter series): the residuals ``noise_shape`` reads."""
+    v = np.asarray(values, dtype=np.float64)
+    residual: np.ndarray = v - median_filter(v, size=min(SMOOTH_POINTS, v.size | 1), mode="nearest")
+    return residual
+
+
 def noise_shape(
-    values: np.ndarray, *, low: float = LOW_RATIO, high: float = HIGH_RATIO
+    values: np.ndarray,
+    *,
+    low: float = LOW_RATIO,
+    high: float = HIGH_RATIO,
+    residual: np.ndarray | None = None,
 ) -> NoiseShape:
-    """The noise shape of ``values`` (a history, ascending time) — see docs/design/noise_shape.md."""
+    """The noise shape of ``values`` (a history, ascending time) — see docs/design/noise_shape.md.
+    ``residual``: their ``smooth_residual``, when already computed."""
     v = np.asarray(values, dtype=np.float64)
     if v.size < MIN_POINTS:
         return NoiseShape(True, None, "mean")
-    residual = v - median_filter(v, size=min(SMOOTH_POINTS, v.size | 1), mode="nearest")
+    if residual is None:
+        residual = smooth_residual(v)
     mad = median_absolute_deviation(residual)
     sd = float(residual.std())
     if mad <= 0.0:
