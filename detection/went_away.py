@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from regbot.detection.model import Candidate, Verdict
-from regbot.detection.noise_shape import level_of, noise_shape, rolling_levels
+from regbot.detection.noise_shape import level_of, noise_shape
 from regbot.detection.order_stats import mad as median_absolute_deviation
 from regbot.detection.order_stats import percentile
 from regbot.detection.seasonality import PeriodMemo
@@ -24,6 +24,7 @@ from regbot.detection.stage_settings import WentAwaySettings
 from regbot.detection.stages import Stage
 from regbot.detection.went_away_levels import (
     MAD_NORMAL,
+    PreLevels,
     deseasonalise,
     find_drop,
     level_noise,
@@ -154,8 +155,9 @@ def went_away_verdict(
     )
     m = n_post
     post_level = level_of(post, statistic)
-    hist_levels = rolling_levels(historical, m, statistic)
-    day_levels = rolling_levels(day, m, statistic)
+    pre_levels = PreLevels(pre, statistic)  # rolling levels of pre, each window length once
+    hist_levels = pre_levels.of_points(historical, m)
+    day_levels = pre_levels.of_points(day, m)
     p_hist_level = percentile(hist_levels, settings.historical_percentile)
     p_day_level = percentile(day_levels, settings.previous_day_percentile)
     significant = letters_ok and post_level > p_hist_level and post_level > p_day_level
@@ -176,7 +178,7 @@ def went_away_verdict(
     chosen = min(lines, key=lambda line: line.slope_per_s)  # stable: post wins ties
     lift = chosen.end_level - pre_level
     lasting_threshold = settings.mad_coefficient * level_noise(
-        pre, chosen.points, mad_floor, statistic
+        pre, chosen.points, mad_floor, statistic, pre_levels
     )
     lasting = lift >= lasting_threshold
 
@@ -188,7 +190,7 @@ def went_away_verdict(
     after_drop = post[drop.index :] if drop.index > 0 else post
     k = after_drop.size
     last_level = level_of(after_drop, statistic)
-    gone_threshold = settings.gone_away_z * level_noise(pre, k, mad_floor, statistic)
+    gone_threshold = settings.gone_away_z * level_noise(pre, k, mad_floor, statistic, pre_levels)
     gone_limit = pre_level + gone_threshold
     dropped = drop.index > 0 and drop.p_value < settings.drop_alpha
     gone_away = dropped and last_level < gone_limit

@@ -17,7 +17,7 @@ from regbot.detection.order_stats import mad
 from regbot.detection.seasonality import PeriodMemo, remembered_period
 from regbot.detection.stage_settings import WentAwaySettings
 
-__all__ = ["Drop", "deseasonalise", "find_drop", "level_noise", "pre_points"]
+__all__ = ["Drop", "PreLevels", "deseasonalise", "find_drop", "level_noise", "pre_points"]
 
 MAD_NORMAL = 1.4826  # MAD of a normal sample × 1.4826 estimates its standard deviation
 
@@ -28,18 +28,46 @@ def pre_points(mask: np.ndarray, pre: np.ndarray) -> np.ndarray:
     return kept if kept.size else pre
 
 
+class PreLevels:
+    """``rolling_levels`` of the pre-change points by window length, each length computed once
+    (the went-away terms ask for the same lengths several times)."""
+
+    def __init__(self, pre: np.ndarray, statistic: Statistic) -> None:
+        self.pre = pre
+        self.statistic: Statistic = statistic
+        self._levels: dict[int, np.ndarray] = {}
+
+    def of(self, m: int) -> np.ndarray:
+        """``rolling_levels(pre, m, statistic)``."""
+        found = self._levels.get(m)
+        if found is None:
+            found = self._levels[m] = rolling_levels(self.pre, m, self.statistic)
+        return found
+
+    def of_points(self, points: np.ndarray, m: int) -> np.ndarray:
+        """``rolling_levels(points, m, statistic)`` of ``pre_points``' answer: the pre-change
+        points themselves when it kept all of them."""
+        if points.size == self.pre.size:
+            return self.of(m)
+        return rolling_levels(points, m, self.statistic)
+
+
 def level_noise(
-    pre: np.ndarray, m: int, floor: float = 0.0, statistic: Statistic = "mean"
+    pre: np.ndarray,
+    m: int,
+    floor: float = 0.0,
+    statistic: Statistic = "mean",
+    levels: PreLevels | None = None,
 ) -> float:
     """Robust standard deviation of an ``m``-point level (mean or median) of the pre-change
     points: 1.4826 × MAD of the levels of every window of ``m`` consecutive points
     (``rolling_levels``; autocorrelation and slow wander included), or 1.4826 × MAD(points) /
     √m when the history holds fewer than 8·m points (too few windows to read a spread from);
-    never below ``floor``."""
+    never below ``floor``. ``levels``: the rolling levels of ``pre`` by ``statistic``, cached."""
     m = max(1, int(m))
     if len(pre) >= 8 * m:
-        levels = rolling_levels(pre, m, statistic)
-        spread = MAD_NORMAL * mad(levels)
+        found = levels.of(m) if levels is not None else rolling_levels(pre, m, statistic)
+        spread = MAD_NORMAL * mad(found)
     else:
         spread = MAD_NORMAL * mad(pre) / np.sqrt(m)
     return float(max(spread, floor))
