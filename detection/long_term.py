@@ -380,16 +380,30 @@ def _screen_rows(
     period_s: float,
     phase_buckets: int,
 ) -> np.ndarray:
-    """``screen_long_term`` of some rows (row by row: a row's answer is its own)."""
-    valid = np.arange(values.shape[1])[None, :] < lengths[:, None]
-    valid &= (times >= windows.historical_start_s) & (times <= windows.end_s)
-    historical = valid & (times < windows.analysis_start_s)
-    analysis = valid & (times >= windows.analysis_start_s)
+    """``screen_long_term`` of some rows (row by row: a row's answer is its own). Rows of one
+    length on one time axis have the same windows: their masks are the first row's."""
+    width = values.shape[1]
+    one_axis = len(values) > 1 and bool(np.all(lengths == lengths[0]))
+    if one_axis:
+        first = int(lengths[0])
+        one_axis = bool(np.all(times[:, :first] == times[0, :first]))
+    mask_times = times[:1] if one_axis else times
+    mask_lengths = lengths[:1] if one_axis else lengths
+    valid = np.arange(width)[None, :] < mask_lengths[:, None]
+    valid &= (mask_times >= windows.historical_start_s) & (mask_times <= windows.end_s)
+    historical = valid & (mask_times < windows.analysis_start_s)
+    analysis = valid & (mask_times >= windows.analysis_start_s)
     if windows.end_s > windows.extended_start_s:
-        analysis &= times < windows.extended_start_s
+        analysis &= mask_times < windows.extended_start_s
     extended = valid & ~historical & ~analysis
     adjusted = subtract_phase_profile(
-        values, times, valid, historical, windows.historical_start_s, period_s, phase_buckets
+        values,
+        times,
+        np.broadcast_to(valid, values.shape),
+        np.broadcast_to(historical, values.shape),
+        windows.historical_start_s,
+        period_s,
+        phase_buckets,
     )
 
     def edge_means(mask: np.ndarray, end: bool) -> np.ndarray:

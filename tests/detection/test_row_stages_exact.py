@@ -78,6 +78,10 @@ def test_screen_in_chunks_is_the_screen_of_each_row(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(long_term, "SCREEN_ROWS", 7)
     chunked = screen_long_term(values, times, lengths, windows, threshold, 0.1)
     assert np.array_equal(whole, chunked) and 0 < whole.sum() < len(values)
+    for row in range(len(values)):  # alone: the row's own masks, not a shared axis's
+        one = slice(row, row + 1)
+        alone = screen_long_term(values[one], times[one], lengths[one], windows, threshold, 0.1)
+        assert alone[0] == whole[row]
 
 
 @pytest.mark.parametrize("seed", range(3))
