@@ -88,21 +88,37 @@ def _fits(n: int, length: int, degree: int, where: Where) -> _Fits:
     )
 
 
-def _line_value(
-    moments: FloatArray, levels: FloatArray, line: npt.NDArray[np.bool_], min_spread2: float
-) -> FloatArray:
-    """The fits' values from their moments (last axis: Σw, Σw·u, Σw·u² and Σw·y, Σw·u·y); NaN
-    where a window holds no weight (statsmodels' ``_est`` returns NaN there and its callers
-    fall back). ``line`` broadcasts against the fits' shape."""
-    s0, s1, s2 = moments[..., 0], moments[..., 1], moments[..., 2]
-    t0, t1 = levels[..., 0], levels[..., 1]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = s0 * s2 - s1 * s1
-        value: FloatArray = (s2 * t0 - s1 * t1) / d
-        fitted = (d > min_spread2 * s0 * s0) & line
-        if not fitted.all():
-            value = np.where(fitted, value, t0 / s0)
-    return value
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """The weighted moments of some fits' windows (Σw, Σw·u, Σw·u²) and what the local lines
+    need of them alone; the weighted values (Σw·y, Σw·u·y) then give each fit's value."""
+
+    s0: FloatArray
+    s1: FloatArray
+    s2: FloatArray
+    d: FloatArray
+    fitted: npt.NDArray[np.bool_]  # a line (else the weighted mean), as statsmodels decides
+    every: bool
+
+    @staticmethod
+    def of(moments: FloatArray, line: npt.NDArray[np.bool_], min_spread2: float) -> _Line:
+        """From moments stacked on the last axis; ``line`` broadcasts against the fits."""
+        s0, s1, s2 = moments[..., 0], moments[..., 1], moments[..., 2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = s0 * s2 - s1 * s1
+            fitted = (d > min_spread2 * s0 * s0) & line
+        return _Line(s0, s1, s2, d, fitted, bool(fitted.all()))
+
+    def value(self, levels: FloatArray) -> FloatArray:
+        """The fits' values: ``(Σw·u²·Σw·y − Σw·u·Σw·u·y) / (Σw·Σw·u² − (Σw·u)²)``, or Σw·y/Σw
+        where statsmodels fits no line; NaN where a window holds no weight (statsmodels'
+        ``_est`` returns NaN there and its callers fall back)."""
+        t0, t1 = levels[..., 0], levels[..., 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value: FloatArray = (self.s2 * t0 - self.s1 * t1) / self.d
+            if not self.every:
+                value = np.where(self.fitted, value, t0 / self.s0)
+        return value
 
 
 def _ess_windows(n: int, length: int, jump: int) -> tuple[Where, int]:
@@ -199,19 +215,30 @@ def _windows(x: FloatArray, fits: _Fits) -> FloatArray:
     return windows[:, :, None, :]
 
 
-def _smooth(plan: _Smoother, y: FloatArray, robustness: FloatArray | None) -> FloatArray:
-    """statsmodels' ``_ess`` on each row of ``y`` (rows, n)."""
+def _smooth(
+    plan: _Smoother,
+    y: FloatArray,
+    robustness: FloatArray | None = None,
+    line: _Line | None = None,
+) -> FloatArray:
+    """statsmodels' ``_ess`` on each row of ``y`` (rows, n), with ``robustness`` weights and
+    their ``line`` (``_robust_line``) or without."""
     fits = plan.fits
-    if robustness is None:
+    if robustness is None or line is None:
         value: FloatArray = (_windows(y, fits) @ fits.plain)[:, :, 0, 0]
     else:
-        moments = (_windows(robustness, fits) @ fits.moments)[:, :, 0]
-        levels = (_windows(robustness * y, fits) @ fits.levels)[:, :, 0]
-        value = _line_value(moments, levels, fits.line, fits.min_spread2)
+        value = line.value((_windows(robustness * y, fits) @ fits.levels)[:, :, 0])
         empty = np.isnan(value)
         if empty.any():
             value = np.where(empty, y[:, plan.at], value)
     return value if plan.spread is None else plan.spread.apply(value, 1)
+
+
+def _robust_line(plan: _Smoother, robustness: FloatArray) -> _Line:
+    """The weighted moments of ``plan``'s fits under ``robustness`` weights."""
+    fits = plan.fits
+    moments = (_windows(robustness, fits) @ fits.moments)[:, :, 0]
+    return _Line.of(moments, fits.line, fits.min_spread2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,8 +291,30 @@ def _cycles(n: int, period: int, length: int, degree: int, jump: int) -> tuple[_
     return tuple(out)
 
 
+@dataclass(frozen=True, slots=True)
+class _RobustCycles:
+    """Robustness weights laid out by cycle and each part's weighted moments under them."""
+
+    weights: FloatArray  # (rows, cycles, period)
+    lines: tuple[_Line, ...]
+
+
+def _robust_cycles(
+    robustness: FloatArray, parts: tuple[_Cycles, ...], period: int
+) -> _RobustCycles:
+    rows = len(robustness)
+    w3 = _cycle_layout(robustness, parts[0].k, period)
+    lines = []
+    for part in parts:
+        weights = w3[:, : part.k, part.phases]
+        count = part.fits.count
+        moments = np.moveaxis((part.moments @ weights).reshape(rows, 3, count, -1), 1, -1)
+        lines.append(_Line.of(moments, part.fits.line[:, None], part.fits.min_spread2))
+    return _RobustCycles(w3, tuple(lines))
+
+
 def _cycle_smooth(
-    y: FloatArray, robustness: FloatArray | None, parts: tuple[_Cycles, ...], period: int
+    y: FloatArray, robust: _RobustCycles | None, parts: tuple[_Cycles, ...], period: int
 ) -> FloatArray:
     """statsmodels' ``_ss``: each cycle-subseries smoothed and extended by one cycle at each
     end, as (rows, n + 2·period). Phase j's m-th point is ``y[:, m·period + j]``, so the
@@ -273,19 +322,16 @@ def _cycle_smooth(
     rows, n = y.shape
     kmax = parts[0].k
     y3 = _cycle_layout(y, kmax, period)
-    w3 = None if robustness is None else _cycle_layout(robustness, kmax, period)
     out = np.empty((rows, kmax + 2, period))
-    for part in parts:
+    for i, part in enumerate(parts):
         sub = y3[:, : part.k, part.phases]
         count = part.fits.count
-        if w3 is None:
+        if robust is None:
             value: FloatArray = part.plain @ sub
         else:
-            weights = w3[:, : part.k, part.phases]
-            moments = np.moveaxis((part.moments @ weights).reshape(rows, 3, count, -1), 1, -1)
+            weights = robust.weights[:, : part.k, part.phases]
             levels = np.moveaxis((part.levels @ (weights * sub)).reshape(rows, 2, count, -1), 1, -1)
-            line = part.fits.line[:, None]
-            value = _line_value(moments, levels, line, part.fits.min_spread2)
+            value = robust.lines[i].value(levels)
             inner = value[:, 1:-1]
             empty = np.isnan(inner)
             if empty.any():
@@ -294,7 +340,7 @@ def _cycle_smooth(
             value = np.concatenate(
                 [value[:, :1], part.spread.apply(value[:, 1:-1], 1), value[:, -1:]], axis=1
             )
-        if w3 is not None:
+        if robust is not None:
             for end, neighbour in ((0, 1), (-1, -2)):
                 empty = np.isnan(value[:, end])
                 if empty.any():
@@ -314,9 +360,10 @@ def _cycle_layout(x: FloatArray, cycles: int, period: int) -> FloatArray:
 
 def _moving_average(x: FloatArray, length: int) -> FloatArray:
     """statsmodels' ``_ma``: the running mean of ``length`` points, from its running sum (the
-    same additions in the same order)."""
-    first = np.cumsum(x[:, :length], axis=1)[:, -1:]
-    running = np.cumsum(np.concatenate([first, x[:, length:] - x[:, :-length]], axis=1), axis=1)
+    same additions in the same order: the first window's points, then each step's new point
+    minus the one it drops)."""
+    steps = np.concatenate([x[:, :length], x[:, length:] - x[:, :-length]], axis=1)
+    running = np.cumsum(steps, axis=1)[:, length - 1 :]
     out: FloatArray = running / float(length)
     return out
 
@@ -364,13 +411,16 @@ def stl_batch(
     level = np.zeros((rows, n))
     weights: FloatArray | None = None
     for k in range(outer + 1):
+        # the robustness weights' moments are the same in both inner passes: computed once
+        cycle_line = None if weights is None else _robust_cycles(weights, parts, period)
+        trend_line = None if weights is None else _robust_line(smooth_trend, weights)
         for _ in range(inner):
-            cycles = _cycle_smooth(y - level, weights, parts, period)
+            cycles = _cycle_smooth(y - level, cycle_line, parts, period)
             filtered = _moving_average(cycles, period)
             filtered = _moving_average(filtered, period)
             filtered = _moving_average(filtered, 3)
-            season = cycles[:, period : period + n] - _smooth(low, filtered, None)
-            level = _smooth(smooth_trend, y - season, weights)
+            season = cycles[:, period : period + n] - _smooth(low, filtered)
+            level = _smooth(smooth_trend, y - season, weights, trend_line)
         if k < outer:
             weights = _robustness(y, level + season)
     return season, level
