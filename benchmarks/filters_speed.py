@@ -1,10 +1,11 @@
 """The detection stages' speed and their results, before and after a change to their code.
 
 ``record OUT.json`` runs the detection (one process, ``workers=1``) on seeded fleets and writes
-every candidate with its verdicts, the funnel and the CPU seconds of each stage; run it once with
-the code before the change (another worktree, its own interpreter) and once after. ``compare
-BEFORE.json AFTER.json`` then lists every result that differs (floats: exactly, or within
-``--rtol``) and prints the stages' table: CPU seconds before and after, per candidate or per row.
+every candidate with its verdicts, the funnel and the CPU seconds of each stage; run it with the
+code before the change (another worktree, its own interpreter) and after, each a few times.
+``compare BEFORE.json... --after AFTER.json...`` then counts the results that differ, by number
+(floats: not bit-equal, and beyond ``--rtol`` relative, listed), and prints the stages' table:
+CPU seconds before and after (the least over each side's recordings), per candidate or row.
 
 Fleets: ``sim10k`` (``regbot.datasets.fleet.simulate_fleet``, 10,000 × 1,500, seed 1, the
 default config), ``sim10k-t0`` (the same with ``threshold: absolute 0``, so that candidates reach
@@ -14,7 +15,7 @@ function the pipeline calls (``time.process_time``: CPU seconds, one BLAS thread
 went-away and seasonality filters are also timed alone, one call per candidate.
 
     python benchmarks/filters_speed.py record /tmp/after.json
-    python benchmarks/filters_speed.py compare /tmp/before.json /tmp/after.json
+    python benchmarks/filters_speed.py compare /tmp/before*.json --after /tmp/after*.json
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
+import re  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -237,48 +239,61 @@ def differences(a: Any, b: Any, rtol: float, path: str = "") -> list[str]:
     return [] if a == b and type(a) is type(b) else [f"{path}: {a!r} != {b!r}"]
 
 
-def compare(before_path: Path, after_path: Path, rtol: float) -> int:
-    before = json.loads(before_path.read_text())
-    after = json.loads(after_path.read_text())
+def summarise(found: list[str]) -> dict[str, tuple[int, float]]:
+    """Differences by the number they are in (list indices dropped): how many, and the largest
+    relative difference of the floats among them (inf for any other difference)."""
+    out: dict[str, tuple[int, float]] = {}
+    for line in found:
+        path, _, rest = line.partition(": ")
+        key = re.sub(r"\[\d+\]", "[*]", path)
+        a, _, b = rest.partition(" != ")
+        try:
+            x, y = float(a), float(b)
+            rel = abs(x - y) / max(abs(x), abs(y))
+        except ValueError:
+            rel = math.inf
+        count, worst = out.get(key, (0, 0.0))
+        out[key] = (count + 1, max(worst, rel))
+    return out
+
+
+def compare(befores: list[Path], afters: list[Path], rtol: float) -> int:
+    """Results of the first recording of each side; each stage's CPU seconds the least over
+    the recordings of its side (other work on the machine only ever adds time)."""
+    before_runs = [json.loads(p.read_text()) for p in befores]
+    after_runs = [json.loads(p.read_text()) for p in afters]
+    before, after = before_runs[0], after_runs[0]
     status = 0
     for name in before:
         if name not in after:
             continue
         b, a = before[name], after[name]
         print(f"\n## {name}: {b['series']} series, {b['candidates']} candidates judged")
-        exact = sum(
-            (differences(b[key], a[key], 0.0, key) for key in ("funnel", "reported", "filtered")),
-            [],
-        )
-        close = sum(
-            (differences(b[key], a[key], rtol, key) for key in ("funnel", "reported", "filtered")),
-            [],
-        )
+        keys = ("funnel", "reported", "filtered")
+        exact = sum((differences(b[k], a[k], 0.0, k) for k in keys), [])
+        close = sum((differences(b[k], a[k], rtol, k) for k in keys), [])
         print(f"results: {len(exact)} values not bit-equal, {len(close)} beyond rtol {rtol:g}")
-        for line in (close or exact)[:40]:
-            print("  " + line)
+        for key, (count, worst) in sorted(summarise(exact).items()):
+            print(f"  {count:5d} × {key}: largest relative difference {worst:.1e}")
+        for line in close[:40]:
+            print("  beyond rtol: " + line)
         status |= bool(close)
-        print("\n| stage | calls | before s | after s | speed-up | before / unit | after / unit |")
-        print("|---|---|---|---|---|---|---|")
-        for stage, s_before in b["seconds"].items():
-            s_after = a["seconds"].get(stage, math.nan)
-            unit = PER.get(stage)
-            count = b["calls"].get(stage, 1)
+        print("\n| stage | calls | before s | after s | speed-up | before | after | per |")
+        print("|---|---:|---:|---:|---:|---:|---:|---|")
+        for stage in b["seconds"]:
+            s_before = min(r[name]["seconds"][stage] for r in before_runs if name in r)
+            s_after = min(r[name]["seconds"].get(stage, math.inf) for r in after_runs if name in r)
+            unit, count = PER.get(stage, "call"), b["calls"].get(stage, 1)
             if stage in ("judge_candidates", "went_away_verdict", "seasonality_verdict"):
-                count = b["candidates"]
+                unit, count = "candidate", b["candidates"]
             elif stage in ("screen_long_term", "subtract_phase_profile", "remove_fleet_load"):
                 unit, count = "row", b["series"]
             elif stage in ("run_detection", "adjust_for_season", "detect_window_changes"):
                 unit, count = "1,000 rows", b["series"] / 1000
-            per = (
-                f"{1e3 * s_before / count:.3f} ms | {1e3 * s_after / count:.3f} ms"
-                if unit and count
-                else "|"
-            )
-            speed = s_before / s_after if s_after > 0 else math.inf
             print(
-                f"| {stage} | {b['calls'].get(stage, '')} | {s_before:.3f} | {s_after:.3f} "
-                f"| {speed:.1f}× | {per} |" + (f" per {unit}" if unit else "")
+                f"| {stage} | {b['calls'].get(stage, 1)} | {s_before:.3f} | {s_after:.3f} "
+                f"| {s_before / s_after:.1f}× | {1e3 * s_before / count:.3f} ms "
+                f"| {1e3 * s_after / count:.3f} ms | {unit} |"
             )
     return status
 
@@ -290,8 +305,8 @@ def main() -> int:
     rec.add_argument("out", type=Path)
     rec.add_argument("--fleets", nargs="+", default=["sim10k", "sim10k-t0", "realistic"])
     cmp = sub.add_parser("compare")
-    cmp.add_argument("before", type=Path)
-    cmp.add_argument("after", type=Path)
+    cmp.add_argument("before", type=Path, nargs="+", help="recordings of the code before")
+    cmp.add_argument("--after", type=Path, nargs="+", required=True, help="and after")
     cmp.add_argument("--rtol", type=float, default=1e-9)
     args = parser.parse_args()
     if args.command == "record":
