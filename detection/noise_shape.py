@@ -12,7 +12,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from scipy.ndimage import median_filter
+from scipy.ndimage import median_filter, rank_filter
 
 from regbot.detection.order_stats import mad as median_absolute_deviation
 from regbot.detection.order_stats import median
@@ -85,7 +85,9 @@ def level_of(values: np.ndarray, statistic: Statistic) -> float:
 
 def rolling_levels(values: np.ndarray, m: int, statistic: Statistic) -> np.ndarray:
     """The ``statistic`` of every window of ``m`` consecutive points (``len(values) - m + 1`` of
-    them; one window of all the points when there are fewer than ``m``; empty for no values)."""
+    them; one window of all the points when there are fewer than ``m``; empty for no values).
+    Medians are ``np.median`` of each window, read off rank filters (O(n log m)): the middle
+    order statistic, or the mean of the two middle ones."""
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
         return v
@@ -93,4 +95,14 @@ def rolling_levels(values: np.ndarray, m: int, statistic: Statistic) -> np.ndarr
     if statistic == "mean":
         csum = np.concatenate(([0.0], np.cumsum(v)))
         return (csum[m:] - csum[:-m]) / m
-    return np.median(sliding_window_view(v, m), axis=1)
+    if m < 3 or np.isnan(v).any():  # numpy's own, NaN windows included
+        medians: np.ndarray = np.median(sliding_window_view(v, m), axis=1)
+        return medians
+    # a window starting at j is the filters' window centred at j + m // 2
+    inside = slice(m // 2, m // 2 + v.size - m + 1)
+    upper = rank_filter(v, m // 2, size=m, mode="nearest")[inside]
+    if m % 2:
+        return upper
+    lower = rank_filter(v, m // 2 - 1, size=m, mode="nearest")[inside]
+    out: np.ndarray = (lower + upper) / 2  # np.median's mean of the two middle values
+    return out

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from numpy.lib.stride_tricks import sliding_window_view
 from scipy import stats
 from statsmodels.compat.scipy import _next_regular
 from statsmodels.tsa.stattools import acf
@@ -17,6 +18,7 @@ from statsmodels.tsa.stattools import acf
 from regbot.detection.acf import acf_band, next_regular
 from regbot.detection.dist import chi2_sf, norm_ppf, norm_sf, t_sf
 from regbot.detection.kendall import PAIRWISE_MAX, kendall_s
+from regbot.detection.noise_shape import rolling_levels
 from regbot.detection.order_stats import mad, median, percentile
 from regbot.detection.went_away_trend import MannKendall, mann_kendall, theil_sen
 
@@ -183,3 +185,22 @@ def test_percentile_equals_numpy(seed):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # numpy's inf − inf
             assert same(percentile(v, q), np.percentile(v, q))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rolling_medians_equal_numpys_median_of_each_window(seed):
+    rng = np.random.default_rng(seed)
+    for i in range(1500):
+        n, m = int(rng.integers(1, 300)), int(rng.integers(1, 80))
+        v = rng.standard_t(2, n) * 10 ** rng.uniform(-3, 3)
+        if i % 3 == 0:
+            v = np.round(v)  # ties
+        if i % 11 == 0:
+            v[rng.integers(0, n)] = np.inf
+        if i % 17 == 0:
+            v[rng.integers(0, n)] = np.nan  # numpy's NaN windows
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # inf − inf
+            ref = np.median(sliding_window_view(v, max(1, min(m, n))), axis=1)
+            got = rolling_levels(v, m, "median")
+        np.testing.assert_array_equal(got, ref)
