@@ -4,10 +4,9 @@ floating-point expressions for tau-b and the p-value (exact null distribution fo
 samples, else the normal approximation with the tie-corrected variance), so every number equals
 scipy's.
 
-``kendall_s`` counts S over many windows at once (rows of a padded 2-D array): the sign of every
-pair, O(n²) per window, vectorised. Windows longer than ``PAIRWISE_MAX`` points are left to
-scipy (O(n log n)), whose numbers these are.
-Complexity: O(rows × n²) for S, O(rows × n log n) for the ties.
+``mann_kendall_counts`` counts S from the signs of all pairs at once (O(n²), vectorised); windows
+longer than ``PAIRWISE_MAX`` points are left to scipy (O(n log n)), whose numbers these are.
+Complexity: O(n²) for S, O(n log n) for the ties.
 """
 
 from __future__ import annotations
@@ -22,37 +21,12 @@ from scipy import special, stats
 __all__ = [
     "PAIRWISE_MAX",
     "KendallTest",
-    "kendall_s",
     "kendall_test",
     "mann_kendall_counts",
     "tie_terms",
 ]
 
 PAIRWISE_MAX = 2048  # points; longer windows go to scipy's O(n log n) count
-_CHUNK_PAIRS = 1 << 22  # pair signs held at once
-
-
-def kendall_s(rows: np.ndarray, lengths: np.ndarray) -> npt.NDArray[np.int64]:
-    """(rows,) Mann–Kendall S of each row's first ``lengths[i]`` values against their order:
-    the number of later points above minus the number below (ties count 0). Values past a row's
-    length are ignored; NaN must not occur in the counted part."""
-    v = np.asarray(rows, dtype=np.float64)
-    count, width = v.shape
-    lengths = np.asarray(lengths, dtype=np.int64)
-    out = np.zeros(count, dtype=np.int64)
-    if count == 0 or width < 2:
-        return out
-    later = np.triu(np.ones((width, width), dtype=bool), 1)  # pairs (i, j), i < j
-    step = max(1, _CHUNK_PAIRS // (width * width))
-    for lo in range(0, count, step):
-        part = v[lo : lo + step]
-        inside = np.arange(width)[None, :] < lengths[lo : lo + step, None]
-        counted = later[None, :, :] & inside[:, None, :]  # j < length implies i < length
-        diff = part[:, None, :] - part[:, :, None]  # [r, i, j] = v[j] - v[i]
-        up = np.count_nonzero((diff > 0) & counted, axis=(1, 2))
-        down = np.count_nonzero((diff < 0) & counted, axis=(1, 2))
-        out[lo : lo + step] = up - down
-    return out
 
 
 @lru_cache(maxsize=64)

@@ -17,7 +17,7 @@ from statsmodels.tsa.stattools import acf
 
 from regbot.detection.acf import acf_band, next_regular
 from regbot.detection.dist import chi2_sf, norm_ppf, norm_sf, t_sf
-from regbot.detection.kendall import PAIRWISE_MAX, kendall_s
+from regbot.detection.kendall import PAIRWISE_MAX, mann_kendall_counts
 from regbot.detection.noise_shape import rolling_levels
 from regbot.detection.order_stats import mad, median, percentile
 from regbot.detection.went_away_trend import MannKendall, mann_kendall, theil_sen
@@ -77,20 +77,21 @@ def test_mann_kendall_on_constant_short_and_non_finite_windows():
         mann_kendall(with_nan, 0.05)
 
 
+def test_mann_kendall_counts_are_the_pairs_signs_and_ties():
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        v = np.round(rng.normal(size=int(rng.integers(2, 40))) * 2)
+        n = v.size
+        signs = [np.sign(v[j] - v[i]) for i in range(n) for j in range(i + 1, n)]
+        _, counts = np.unique(v, return_counts=True)
+        ties = int(sum(t * (t - 1) // 2 for t in counts))
+        tie_variance = int(sum(t * (t - 1) * (2 * t + 5) for t in counts))
+        assert mann_kendall_counts(v) == (int(sum(signs)), ties, tie_variance)
+
+
 def test_mann_kendall_past_the_pairwise_limit_is_scipys():
     v = np.random.default_rng(7).normal(size=PAIRWISE_MAX + 5)
     assert mann_kendall(v, 0.05) == scipy_mann_kendall(v, 0.05)
-
-
-def test_kendall_s_over_padded_rows_counts_each_rows_pairs():
-    rng = np.random.default_rng(11)
-    rows = np.round(rng.normal(size=(40, 30)) * 2)
-    lengths = rng.integers(0, 31, size=40)
-    rows[np.arange(30)[None, :] >= lengths[:, None]] = np.nan  # padding is never counted
-    got = kendall_s(rows, lengths)
-    for row, n, s in zip(rows, lengths, got):
-        brute = sum(int(np.sign(row[j] - row[i])) for i in range(n) for j in range(i + 1, n))
-        assert s == brute
 
 
 @pytest.mark.parametrize("seed", range(3))
