@@ -100,7 +100,7 @@ def rolling_levels(values: np.ndarray, m: int, statistic: Statistic) -> np.ndarr
         return medians
     # a window starting at j is the filters' window centred at j + m // 2
     inside = slice(m // 2, m // 2 + v.size - m + 1)
-    upper = rank_filter(v, m // 2, size=m, mode="nearest")[inside]
+    upper: np.ndarray = rank_filter(v, m // 2, size=m, mode="nearest")[inside]
     if m % 2:
         return upper
     lower = rank_filter(v, m // 2 - 1, size=m, mode="nearest")[inside]
