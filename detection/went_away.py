@@ -6,9 +6,10 @@ The candidate is kept (``Verdict.passed``) when
 
 with every term's numbers in the verdict. Values are oriented (higher is worse) and
 ``change_index`` is the first point after the change (see ``detection/model.py``). Complexity
-O(n log n) per candidate: SAX and percentiles are linear, Mann–Kendall is scipy's O(n log n)
-Kendall's tau, and Theil–Sen (O(m²) in its input) sees at most ``THEIL_SEN_MAX_POINTS`` points
-(``went_away_trend``).
+O(n log m) per candidate (m the post-change points): SAX and percentiles are linear, rolling
+medians O(n log m), Mann–Kendall O(m²) on the post-change and analysis windows (scipy's
+numbers, ``kendall``), and Theil–Sen (O(m²) in its input) sees at most
+``THEIL_SEN_MAX_POINTS`` points (``went_away_trend``).
 """
 
 from __future__ import annotations
