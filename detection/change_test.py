@@ -11,11 +11,20 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 from scipy.ndimage import median_filter
-from scipy.stats import brunnermunzel, mannwhitneyu, norm
-from scipy.stats import t as student_t
+from scipy.stats import mannwhitneyu
 
-from regbot.detection.noise_shape import MAD_NORMAL, SMOOTH_POINTS, noise_shape, rolling_levels
+from regbot.detection.dist import norm_sf, t_sf
+from regbot.detection.noise_shape import (
+    MAD_NORMAL,
+    SMOOTH_POINTS,
+    noise_shape,
+    rolling_levels,
+    smooth_residual,
+)
+from regbot.detection.order_stats import mad
+from regbot.detection.rank_tests import brunner_munzel_greater
 
 __all__ = ["ChangeTest", "MAX_SKEW", "change_test"]
 
@@ -43,8 +52,9 @@ def change_test(
     likelihood-ratio test's p-value for it."""
     v = np.asarray(values, np.float64)
     before, after = v[segment_start:k], v[k:]
-    shape = noise_shape(before)
-    skew = _residual_skewness(before)
+    residual = smooth_residual(before) if len(before) >= SMOOTH_POINTS else None
+    shape = noise_shape(before, residual=residual)
+    skew = _residual_skewness(before, residual)
     numbers: dict[str, object] = {
         **shape.numbers(),
         "noise_skewness": skew,
@@ -72,9 +82,7 @@ def change_test(
     if stretches is not None and len(stretches) >= MIN_STRETCHES:
         centre, spread = float(stretches.mean()), float(stretches.std(ddof=1))
         persistence_p = (
-            float(norm.sf((level - centre) / spread))
-            if spread > 0
-            else (0.0 if level > centre else 1.0)
+            norm_sf((level - centre) / spread) if spread > 0 else (0.0 if level > centre else 1.0)
         )
         p = max(p, persistence_p)
         numbers.update(
@@ -95,7 +103,7 @@ def _skew_adjusted_p(p: float, skew: float, n_after: int) -> float:
     for ``z_q``. Positive skew (counts) makes the upper tail heavier and the p-value larger."""
     if not 0 < p < 1 or n_after < 2:
         return p
-    z = float(norm.isf(p))
+    z = -float(special.ndtri(p))  # norm.isf(p), 0 < p < 1
     c = skew / (6 * np.sqrt(n_after))
     if c == 0:
         return p
@@ -104,7 +112,7 @@ def _skew_adjusted_p(p: float, skew: float, n_after: int) -> float:
     if disc < 0:
         return p
     q = (-1 + np.sqrt(disc)) / (2 * c)
-    return float(norm.sf(q))
+    return norm_sf(q)
 
 
 def _rank_p(before: np.ndarray, after: np.ndarray) -> float:
@@ -113,7 +121,7 @@ def _rank_p(before: np.ndarray, after: np.ndarray) -> float:
     correction where Brunner–Munzel is undefined (a side without rank spread)."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        p = float(brunnermunzel(after, before, alternative="greater").pvalue)
+        p = brunner_munzel_greater(after, before)
     if np.isfinite(p):
         return p
     return float(mannwhitneyu(after, before, alternative="greater", method="asymptotic").pvalue)
@@ -131,7 +139,7 @@ def _welch_p(before: np.ndarray, after: np.ndarray, history: np.ndarray) -> floa
     if n1 < 1 or n2 < 2:
         return 1.0
     diffs = np.diff(history)
-    scale = MAD_NORMAL * float(np.median(np.abs(diffs - np.median(diffs)))) if len(diffs) else 0.0
+    scale = MAD_NORMAL * mad(diffs) if len(diffs) else 0.0
     var_before = scale * scale / 2 if scale > 0 else (float(before.var(ddof=1)) if n1 > 1 else 0.0)
     v1, v2 = var_before / n1, float(after.var(ddof=1)) / n2
     if v1 + v2 <= 0:
@@ -139,15 +147,16 @@ def _welch_p(before: np.ndarray, after: np.ndarray, history: np.ndarray) -> floa
     t = (float(after.mean()) - float(before.mean())) / np.sqrt(v1 + v2)
     df1 = max(len(history) - 1, 1)
     df = (v1 + v2) ** 2 / (v1 * v1 / df1 + v2 * v2 / (n2 - 1))
-    return float(student_t.sf(t, df))
+    return t_sf(t, df)
 
 
-def _residual_skewness(values: np.ndarray) -> float | None:
-    """Skewness of the values minus their rolling median (``noise_shape``'s residuals); None
-    with too few points or no spread."""
+def _residual_skewness(values: np.ndarray, residual: np.ndarray | None = None) -> float | None:
+    """Skewness of the values minus their rolling median (``noise_shape``'s residuals, given as
+    ``residual`` when already computed); None with too few points or no spread."""
     if len(values) < 2 * SMOOTH_POINTS:
         return None
-    residual = values - median_filter(values, size=SMOOTH_POINTS, mode="nearest")
+    if residual is None:
+        residual = values - median_filter(values, size=SMOOTH_POINTS, mode="nearest")
     residual = residual - residual.mean()
     sd = float(residual.std())
     if sd <= 0:

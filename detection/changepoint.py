@@ -145,36 +145,26 @@ def _split(
     exact ML split at once (the same k; for the baseline's older changes, where no iteration
     diagnostics are reported). Only the band of columns some row may split at is scanned."""
     if direction == "both":
-        up = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "increase", iterate)
-        down = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "decrease", iterate)
+        if iterate:
+            up = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "increase", iterate)
+            down = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "decrease", iterate)
+        else:
+            up, down = _exact_splits(p1, p2, seg_lo, seg_hi, start, end, settings)
         take_down = down[3] > up[3]
         return tuple(np.where(take_down, d, u) for u, d in zip(up, down))
     sign = -1.0 if direction == "decrease" else 1.0
-    m, width1 = p1.shape
+    m = p1.shape[0]
     rows = np.arange(m)
     n_seg = np.maximum(seg_hi - seg_lo, 1)
     base = sign * p1[rows, seg_lo]
     total = sign * p1[rows, seg_hi] - base  # segment sum
-    side = settings.min_points_each_side
-    lo = np.maximum(start, seg_lo + side)
-    hi = np.minimum(end, seg_hi - side + 1)  # k < hi
-    testable = lo < hi
-    first = int(np.clip(lo[testable].min(), 0, width1 - 1)) if testable.any() else 0
-    stop = int(np.clip(hi[testable].max(), first + 1, width1)) if testable.any() else 1
-    band = np.arange(first, stop)[None, :]
-    allowed = (band >= lo[:, None]) & (band < hi[:, None])
+    testable, first, stop, allowed, count = _band(p1, seg_lo, seg_hi, start, end, settings)
     before = sign * p1[:, first:stop] - base[:, None]  # sum of the segment's points before k
-    count = band - seg_lo[:, None]  # points of the segment before k
 
     def lowest_cusum(level: np.ndarray) -> np.ndarray:
         score = before - count * level[:, None]
         lowest: npt.NDArray[np.intp] = first + np.where(allowed, score, np.inf).argmin(axis=1)
         return lowest
-
-    def means(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        kk = np.clip(k - seg_lo, 1, np.maximum(n_seg - 1, 1))
-        ahead = sign * p1[rows, seg_lo + kk] - base
-        return ahead / kk, (total - ahead) / np.maximum(n_seg - kk, 1)
 
     k = lowest_cusum(total / n_seg)
     iterations = np.zeros(m, np.int64)
@@ -183,7 +173,7 @@ def _split(
         if not moving.any():
             break
         iterations += moving
-        mu0, mu1 = means(k)
+        mu0, mu1 = _means(p1, seg_lo, n_seg, sign, base, total, k)
         new_k = lowest_cusum((mu0 + mu1) / 2)
         moved = new_k != k
         k = np.where(moving, new_k, k)
@@ -195,11 +185,77 @@ def _split(
     with np.errstate(divide="ignore", invalid="ignore"):
         gain = cusum * cusum / (count * (n_seg[:, None] - count))
     gain = np.where(allowed & (cusum < 0), gain, -np.inf)
+    k = _better(gain, k, first, stop, testable)
+    return _fitted(p1, p2, seg_lo, seg_hi, sign, k, testable, iterations, stable)
+
+
+def _band(
+    p1: np.ndarray,
+    seg_lo: np.ndarray,
+    seg_hi: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    settings: ChangePointSettings,
+) -> tuple[np.ndarray, int, int, np.ndarray, np.ndarray]:
+    """(testable, first, stop, allowed, count): the rows with a position to split at, the band
+    of columns ``[first, stop)`` some row may split at, which of them each row may, and the
+    segment's points before each."""
+    width1 = p1.shape[1]
+    side = settings.min_points_each_side
+    lo = np.maximum(start, seg_lo + side)
+    hi = np.minimum(end, seg_hi - side + 1)  # k < hi
+    testable = lo < hi
+    first = int(np.clip(lo[testable].min(), 0, width1 - 1)) if testable.any() else 0
+    stop = int(np.clip(hi[testable].max(), first + 1, width1)) if testable.any() else 1
+    band = np.arange(first, stop)[None, :]
+    allowed = (band >= lo[:, None]) & (band < hi[:, None])
+    count = band - seg_lo[:, None]  # points of the segment before k
+    return testable, first, stop, allowed, count
+
+
+def _means(
+    p1: np.ndarray,
+    seg_lo: np.ndarray,
+    n_seg: np.ndarray,
+    sign: float,
+    base: np.ndarray,
+    total: np.ndarray,
+    k: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The segment's (signed) means before and from ``k``."""
+    kk = np.clip(k - seg_lo, 1, np.maximum(n_seg - 1, 1))
+    ahead = sign * p1[np.arange(len(k)), seg_lo + kk] - base
+    return ahead / kk, (total - ahead) / np.maximum(n_seg - kk, 1)
+
+
+def _better(
+    gain: np.ndarray, k: np.ndarray, first: int, stop: int, testable: np.ndarray
+) -> np.ndarray:
+    """``k``, or the band's position of the largest ``gain`` where that is larger."""
+    rows = np.arange(len(k))
     best = gain.argmax(axis=1)
     better = gain[rows, best] > gain[rows, np.clip(k - first, 0, stop - first - 1)]
-    k = np.where(testable & better, first + best, k)
+    out: np.ndarray = np.where(testable & better, first + best, k)
+    return out
 
-    mu0, mu1 = means(k)
+
+def _fitted(
+    p1: np.ndarray,
+    p2: np.ndarray,
+    seg_lo: np.ndarray,
+    seg_hi: np.ndarray,
+    sign: float,
+    k: np.ndarray,
+    testable: np.ndarray,
+    iterations: np.ndarray,
+    stable: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """``_split``'s columns for the split at ``k``: the means and the likelihood ratio."""
+    rows = np.arange(len(k))
+    n_seg = np.maximum(seg_hi - seg_lo, 1)
+    base = sign * p1[rows, seg_lo]
+    total = sign * p1[rows, seg_hi] - base  # segment sum
+    mu0, mu1 = _means(p1, seg_lo, n_seg, sign, base, total, k)
     kk = np.clip(k - seg_lo, 1, np.maximum(n_seg - 1, 1)).astype(np.float64)
     n_after = np.maximum(n_seg - kk, 1)
     sq_total = p2[rows, seg_hi] - p2[rows, seg_lo]
@@ -210,6 +266,42 @@ def _split(
     llr = _log_likelihood_ratio(n_seg.astype(np.float64), var0, np.maximum(rss1, 0.0))
     llr = np.where(testable, llr, 0.0)
     return k, sign * mu0, sign * mu1, llr, iterations, stable, testable
+
+
+def _exact_splits(
+    p1: np.ndarray,
+    p2: np.ndarray,
+    seg_lo: np.ndarray,
+    seg_hi: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    settings: ChangePointSettings,
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """``_split`` without iterations for increases and for decreases, from one scan of the band.
+
+    A decrease's band arrays are an increase's negated — its points' sums before k, its CUSUM
+    and its CUSUM's starting position (the lowest of −CUSUM, i.e. the highest CUSUM) — and its
+    gain is the same square, so both directions' positions come from the same arrays, exactly
+    as two scans would find them."""
+    m = p1.shape[0]
+    rows = np.arange(m)
+    n_seg = np.maximum(seg_hi - seg_lo, 1)
+    base = p1[rows, seg_lo]
+    total = p1[rows, seg_hi] - base
+    testable, first, stop, allowed, count = _band(p1, seg_lo, seg_hi, start, end, settings)
+    before = p1[:, first:stop] - base[:, None]
+    cusum = before - count * (total / n_seg)[:, None]
+    lowest_up = first + np.where(allowed, cusum, np.inf).argmin(axis=1)
+    lowest_down = first + np.where(allowed, cusum, -np.inf).argmax(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = cusum * cusum / (count * (n_seg[:, None] - count))
+    none = np.zeros(m, np.int64)
+    stable = testable.copy()  # testable & ~moving, with nothing moving
+    out = []
+    for sign, side, lowest in ((1.0, cusum < 0, lowest_up), (-1.0, cusum > 0, lowest_down)):
+        k = _better(np.where(allowed & side, gain, -np.inf), lowest, first, stop, testable)
+        out.append(_fitted(p1, p2, seg_lo, seg_hi, sign, k, testable, none, stable))
+    return out[0], out[1]
 
 
 def _finish(

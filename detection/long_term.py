@@ -38,6 +38,7 @@ STAGE = Stage.LONG_TERM
 ROLLING_SHARE = 0.05
 MIN_BLOCKS = 5
 SCREEN_MARGIN = 0.5
+SCREEN_ROWS = 1024  # rows screened at once: their temporaries stay small enough to be reused
 _ROUNDING = 1e-9  # 0.07 * 100 is 7.000000000000001: 7% of 100 points is 7 points, not 8
 
 
@@ -345,21 +346,64 @@ def screen_long_term(
     ``i`` valid on its first ``lengths[i]`` points. The cheap trend is the values minus a
     ``phase_buckets``-bucket profile of ``period_s`` estimated on the historical window; a row
     passes when CURRENT - BASELINE on its edge means exceeds half the threshold. Rows with an
-    empty analysis window fail.
+    empty analysis window fail. Rows are screened ``SCREEN_ROWS`` at a time.
     """
     values = np.asarray(batch_values, dtype=np.float64)
     times = np.asarray(batch_times, dtype=np.float64)
+    lengths = np.asarray(lengths)
     if settings is not None:
         windows = long_term_windows(windows, settings)
-    valid = np.arange(values.shape[1])[None, :] < np.asarray(lengths)[:, None]
-    valid &= (times >= windows.historical_start_s) & (times <= windows.end_s)
-    historical = valid & (times < windows.analysis_start_s)
-    analysis = valid & (times >= windows.analysis_start_s)
+    parts = [
+        _screen_rows(
+            values[lo : lo + SCREEN_ROWS],
+            times[lo : lo + SCREEN_ROWS],
+            lengths[lo : lo + SCREEN_ROWS],
+            windows,
+            threshold,
+            edge_share,
+            period_s,
+            phase_buckets,
+        )
+        for lo in range(0, len(values), SCREEN_ROWS)
+    ]
+    screened: npt.NDArray[np.bool_] = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+    return screened
+
+
+def _screen_rows(
+    values: np.ndarray,
+    times: np.ndarray,
+    lengths: np.ndarray,
+    windows: WindowBounds,
+    threshold: Threshold,
+    edge_share: float,
+    period_s: float,
+    phase_buckets: int,
+) -> np.ndarray:
+    """``screen_long_term`` of some rows (row by row: a row's answer is its own). Rows of one
+    length on one time axis have the same windows: their masks are the first row's."""
+    width = values.shape[1]
+    one_axis = len(values) > 1 and bool(np.all(lengths == lengths[0]))
+    if one_axis:
+        first = int(lengths[0])
+        one_axis = bool(np.all(times[:, :first] == times[0, :first]))
+    mask_times = times[:1] if one_axis else times
+    mask_lengths = lengths[:1] if one_axis else lengths
+    valid = np.arange(width)[None, :] < mask_lengths[:, None]
+    valid &= (mask_times >= windows.historical_start_s) & (mask_times <= windows.end_s)
+    historical = valid & (mask_times < windows.analysis_start_s)
+    analysis = valid & (mask_times >= windows.analysis_start_s)
     if windows.end_s > windows.extended_start_s:
-        analysis &= times < windows.extended_start_s
+        analysis &= mask_times < windows.extended_start_s
     extended = valid & ~historical & ~analysis
     adjusted = subtract_phase_profile(
-        values, times, valid, historical, windows.historical_start_s, period_s, phase_buckets
+        values,
+        times,
+        np.broadcast_to(valid, values.shape),
+        np.broadcast_to(historical, values.shape),
+        windows.historical_start_s,
+        period_s,
+        phase_buckets,
     )
 
     def edge_means(mask: np.ndarray, end: bool) -> np.ndarray:

@@ -12,9 +12,12 @@ from typing import Literal
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from scipy.ndimage import median_filter
+from scipy.ndimage import median_filter, rank_filter
 
-__all__ = ["NoiseShape", "level_of", "noise_shape", "rolling_levels"]
+from regbot.detection.order_stats import mad as median_absolute_deviation
+from regbot.detection.order_stats import median
+
+__all__ = ["NoiseShape", "level_of", "noise_shape", "rolling_levels", "smooth_residual"]
 
 MAD_NORMAL = 1.4826
 SMOOTH_POINTS = 25
@@ -40,15 +43,29 @@ class NoiseShape:
         }
 
 
+def smooth_residual(values: np.ndarray) -> np.ndarray:
+    """``values`` minus their rolling median over ``SMOOTH_POINTS`` points (fewer, odd, for a
+    shorter series): the residuals ``noise_shape`` reads."""
+    v = np.asarray(values, dtype=np.float64)
+    residual: np.ndarray = v - median_filter(v, size=min(SMOOTH_POINTS, v.size | 1), mode="nearest")
+    return residual
+
+
 def noise_shape(
-    values: np.ndarray, *, low: float = LOW_RATIO, high: float = HIGH_RATIO
+    values: np.ndarray,
+    *,
+    low: float = LOW_RATIO,
+    high: float = HIGH_RATIO,
+    residual: np.ndarray | None = None,
 ) -> NoiseShape:
-    """The noise shape of ``values`` (a history, ascending time) — see docs/design/noise_shape.md."""
+    """The noise shape of ``values`` (a history, ascending time) — see docs/design/noise_shape.md.
+    ``residual``: their ``smooth_residual``, when already computed."""
     v = np.asarray(values, dtype=np.float64)
     if v.size < MIN_POINTS:
         return NoiseShape(True, None, "mean")
-    residual = v - median_filter(v, size=min(SMOOTH_POINTS, v.size | 1), mode="nearest")
-    mad = float(np.median(np.abs(residual - np.median(residual))))
+    if residual is None:
+        residual = smooth_residual(v)
+    mad = median_absolute_deviation(residual)
     sd = float(residual.std())
     if mad <= 0.0:
         # More than half the residuals equal: a quantised or mostly constant series. Any spread
@@ -63,12 +80,14 @@ def noise_shape(
 def level_of(values: np.ndarray, statistic: Statistic) -> float:
     """The level of ``values`` by ``statistic``."""
     v = np.asarray(values, dtype=np.float64)
-    return float(v.mean() if statistic == "mean" else np.median(v))
+    return float(v.mean()) if statistic == "mean" else median(v)
 
 
 def rolling_levels(values: np.ndarray, m: int, statistic: Statistic) -> np.ndarray:
     """The ``statistic`` of every window of ``m`` consecutive points (``len(values) - m + 1`` of
-    them; one window of all the points when there are fewer than ``m``; empty for no values)."""
+    them; one window of all the points when there are fewer than ``m``; empty for no values).
+    Medians are ``np.median`` of each window, read off rank filters (O(n log m)): the middle
+    order statistic, or the mean of the two middle ones."""
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
         return v
@@ -76,4 +95,14 @@ def rolling_levels(values: np.ndarray, m: int, statistic: Statistic) -> np.ndarr
     if statistic == "mean":
         csum = np.concatenate(([0.0], np.cumsum(v)))
         return (csum[m:] - csum[:-m]) / m
-    return np.median(sliding_window_view(v, m), axis=1)
+    if m < 3 or np.isnan(v).any():  # numpy's own, NaN windows included
+        medians: np.ndarray = np.median(sliding_window_view(v, m), axis=1)
+        return medians
+    # a window starting at j is the filters' window centred at j + m // 2
+    inside = slice(m // 2, m // 2 + v.size - m + 1)
+    upper: np.ndarray = rank_filter(v, m // 2, size=m, mode="nearest")[inside]
+    if m % 2:
+        return upper
+    lower = rank_filter(v, m // 2 - 1, size=m, mode="nearest")[inside]
+    out: np.ndarray = (lower + upper) / 2  # np.median's mean of the two middle values
+    return out

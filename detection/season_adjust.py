@@ -21,8 +21,8 @@ import warnings
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import norm
 
+from regbot.detection.dist import norm_ppf
 from regbot.detection.series_batch import SeriesBatch, WindowBounds
 
 
@@ -36,10 +36,16 @@ def subtract_phase_profile(
     buckets: int,
 ) -> np.ndarray:
     """``values`` minus each row's centred phase profile (mean of the historical points per
-    phase bucket); rows with a bucket of fewer than 2 historical points are left as they are."""
+    phase bucket); rows with a bucket of fewer than 2 historical points are left as they are.
+    Rows on one time axis (the same valid points at the same times: a fleet) share their phase
+    buckets, computed once."""
     rows = len(values)
-    phase = np.mod(np.where(valid, times, origin_s) - origin_s, period_s) / period_s
-    bucket = np.minimum((phase * buckets).astype(np.int64), buckets - 1)
+    shared = _shared_axis(times, valid)
+    if shared is None:
+        bucket = _phase_bucket(np.where(valid, times, origin_s), origin_s, period_s, buckets)
+    else:
+        row = np.where(valid[0], shared, origin_s)
+        bucket = _phase_bucket(row, origin_s, period_s, buckets)[None, :]
     index = (np.arange(rows)[:, None] * buckets + bucket)[historical]
     sums = np.bincount(index, weights=values[historical], minlength=rows * buckets)
     counts = np.bincount(index, minlength=rows * buckets)
@@ -48,7 +54,27 @@ def subtract_phase_profile(
     with np.errstate(invalid="ignore", divide="ignore"):
         profile = sums / counts
     profile = np.where(covered[:, None], profile - profile.mean(axis=1, keepdims=True), 0.0)
+    if shared is not None:
+        out: npt.NDArray[np.float64] = values - profile[:, bucket[0]]
+        return out
     return values - np.take_along_axis(profile, bucket, axis=1)
+
+
+def _phase_bucket(times: np.ndarray, origin_s: float, period_s: float, buckets: int) -> np.ndarray:
+    phase = np.mod(times - origin_s, period_s) / period_s
+    bucket: npt.NDArray[np.int64] = np.minimum((phase * buckets).astype(np.int64), buckets - 1)
+    return bucket
+
+
+def _shared_axis(times: np.ndarray, valid: np.ndarray) -> np.ndarray | None:
+    """The first row's timestamps when every row has the same valid points at the same times
+    (their phase buckets are then the same); else None."""
+    if len(times) < 2 or not np.array_equal(valid, np.broadcast_to(valid[0], valid.shape)):
+        return None
+    if not np.all((times == times[0]) | ~valid[0]):
+        return None
+    first: npt.NDArray[np.float64] = times[0]
+    return first
 
 
 def seasonal_rows(
@@ -56,19 +82,33 @@ def seasonal_rows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(rows,) bool and the autocorrelation at ``lag`` points of each row's historical points
     (rows are left-aligned, so historical points are a prefix of each row)."""
-    n = historical.sum(axis=1)
-    if lag < 1 or values.shape[1] <= lag:
-        return np.zeros(len(values), bool), np.zeros(len(values))
-    x = np.where(historical, values, 0.0)
-    mean = x.sum(axis=1) / np.maximum(n, 1)
-    centred = np.where(historical, values - mean[:, None], 0.0)
-    pairs = historical[:, :-lag] & historical[:, lag:]
-    numerator = np.where(pairs, centred[:, :-lag] * centred[:, lag:], 0.0).sum(axis=1)
-    denominator = (centred * centred).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(denominator > 0, numerator / denominator, 0.0)
-    bound = norm.ppf(1 - alpha / 2) / np.sqrt(np.maximum(n, 1))
-    return (r > bound) & (n >= 2 * lag), r
+    return _Centred(values, historical).seasonal(lag, alpha)
+
+
+class _Centred:
+    """Each row's historical points centred on their mean, and their sum of squares: what the
+    autocorrelation at every lag divides by, computed once for all the periods tried."""
+
+    def __init__(self, values: np.ndarray, historical: np.ndarray) -> None:
+        self.historical = historical
+        self.n = historical.sum(axis=1)
+        self.width = values.shape[1]
+        x = np.where(historical, values, 0.0)
+        mean = x.sum(axis=1) / np.maximum(self.n, 1)
+        self.centred = np.where(historical, values - mean[:, None], 0.0)
+        self.denominator = (self.centred * self.centred).sum(axis=1)
+
+    def seasonal(self, lag: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        rows = len(self.n)
+        if lag < 1 or self.width <= lag:
+            return np.zeros(rows, bool), np.zeros(rows)
+        centred, historical = self.centred, self.historical
+        pairs = historical[:, :-lag] & historical[:, lag:]
+        numerator = np.where(pairs, centred[:, :-lag] * centred[:, lag:], 0.0).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = np.where(self.denominator > 0, numerator / self.denominator, 0.0)
+        bound = norm_ppf(1 - alpha / 2) / np.sqrt(np.maximum(self.n, 1))
+        return (r > bound) & (self.n >= 2 * lag), r
 
 
 def adjust_for_season(
@@ -85,17 +125,18 @@ def adjust_for_season(
     valid = batch.valid
     historical = valid & (batch.times_s < windows.analysis_start_s)
     times = np.where(valid, batch.times_s, 0.0)
-    diffs = np.where(valid[:, 1:] & valid[:, :-1], np.diff(times, axis=1), np.nan)
-    with warnings.catch_warnings():  # rows with fewer than two points have no spacing (NaN)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        spacing = np.nanmedian(diffs, axis=1) if diffs.shape[1] else np.full(len(values), np.nan)
+    spacing = _spacing(times, valid, _shared_axis(batch.times_s, valid) is not None)
     best_r = np.zeros(len(values))
     best_period = np.zeros(len(values))
     for step in np.unique(spacing[np.isfinite(spacing) & (spacing > 0)]):
         rows = np.flatnonzero(spacing == step)
+        every = len(rows) == len(values)  # then values[rows] is values
+        centred = _Centred(
+            values if every else values[rows], historical if every else historical[rows]
+        )
         for period_s in periods_s:
             lag = int(round(period_s / step))
-            seasonal, r = seasonal_rows(values[rows], historical[rows], lag, alpha)
+            seasonal, r = centred.seasonal(lag, alpha)
             better = seasonal & (r > best_r[rows])
             best_r[rows[better]] = r[better]
             best_period[rows[better]] = period_s
@@ -115,3 +156,17 @@ def adjust_for_season(
                 buckets,
             )
     return adjusted, chosen
+
+
+def _spacing(times: np.ndarray, valid: np.ndarray, shared: bool) -> np.ndarray:
+    """(rows,) median spacing of each row's consecutive valid points (NaN for fewer than two);
+    rows on one time axis share the first row's."""
+    rows = len(times)
+    if shared:  # the first row's, computed as for the whole batch
+        times, valid = times[:1], valid[:1]
+    diffs = np.where(valid[:, 1:] & valid[:, :-1], np.diff(times, axis=1), np.nan)
+    with warnings.catch_warnings():  # rows with fewer than two points have no spacing (NaN)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        spacing = np.nanmedian(diffs, axis=1) if diffs.shape[1] else np.full(len(times), np.nan)
+    out: npt.NDArray[np.float64] = np.broadcast_to(spacing, rows).copy() if shared else spacing
+    return out

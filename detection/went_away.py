@@ -6,9 +6,10 @@ The candidate is kept (``Verdict.passed``) when
 
 with every term's numbers in the verdict. Values are oriented (higher is worse) and
 ``change_index`` is the first point after the change (see ``detection/model.py``). Complexity
-O(n log n) per candidate: SAX and percentiles are linear, Mann–Kendall is scipy's O(n log n)
-Kendall's tau, and Theil–Sen (O(m²) in its input) sees at most ``THEIL_SEN_MAX_POINTS`` points
-(``went_away_trend``).
+O(n log m) per candidate (m the post-change points): SAX and percentiles are linear, rolling
+medians O(n log m), Mann–Kendall O(m²) on the post-change and analysis windows (scipy's
+numbers, ``kendall``), and Theil–Sen (O(m²) in its input) sees at most
+``THEIL_SEN_MAX_POINTS`` points (``went_away_trend``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ from __future__ import annotations
 import numpy as np
 
 from regbot.detection.model import Candidate, Verdict
-from regbot.detection.noise_shape import level_of, noise_shape, rolling_levels
+from regbot.detection.noise_shape import level_of, noise_shape
+from regbot.detection.order_stats import mad as median_absolute_deviation
+from regbot.detection.order_stats import percentile
+from regbot.detection.seasonality import PeriodMemo
 from regbot.detection.stage_settings import WentAwaySettings
 from regbot.detection.stages import Stage
 from regbot.detection.went_away_levels import (
     MAD_NORMAL,
+    PreLevels,
     deseasonalise,
     find_drop,
     level_noise,
@@ -35,20 +40,9 @@ MIN_POINTS_EACH_SIDE = 3
 MAD_FLOOR_SHARE = 1e-9  # MAD floor = 1e-9 × the largest |value| (constant pre-change series)
 
 
-def _plain(x: object) -> object:
-    """numpy scalars → JSON values; NaN/inf → None."""
-    if isinstance(x, bool | np.bool_):
-        return bool(x)
-    if isinstance(x, int | np.integer):
-        return int(x)
-    if isinstance(x, float | np.floating):
-        return float(x) if np.isfinite(x) else None
-    if isinstance(x, list | tuple | np.ndarray):
-        return [_plain(i) for i in x]
-    return x
-
-
-def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdict:
+def went_away_verdict(
+    candidate: Candidate, settings: WentAwaySettings, *, memo: PeriodMemo | None = None
+) -> Verdict:
     """FBDetect's went-away predicate on one candidate (stage "went_away"; passed = kept).
 
     Pre = ``values[:change_index]``, post = ``values[change_index:]``. Choices where §5.2.2
@@ -115,7 +109,9 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     * **Too few points**: fewer than 3 points before or after the change → kept, reason "too
       few points to judge" (the change-point stage already demanded evidence).
 
-    Pure; O(n log n). ``numbers`` holds plain JSON values (NaN → None).
+    Pure; O(n log n). ``numbers`` holds plain JSON values (NaN → None; ``Verdict`` makes them
+    so). ``memo``: the candidate's pre-change period choices already made
+    (``seasonality.remembered_period``).
     """
     values = np.asarray(candidate.values, dtype=np.float64)
     times = np.asarray(candidate.times_s, dtype=np.float64)
@@ -124,8 +120,8 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     numbers: dict[str, object] = {"n_points": values.size, "n_pre": n_pre, "n_post": n_post}
     if n_pre < MIN_POINTS_EACH_SIDE or n_post < MIN_POINTS_EACH_SIDE:
         numbers.update(too_few_points=True, min_points_each_side=MIN_POINTS_EACH_SIDE)
-        return Verdict(STAGE, True, "too few points to judge", _plain_dict(numbers))
-    values, season_numbers = deseasonalise(times, values, c, settings)
+        return Verdict(STAGE, True, "too few points to judge", numbers)
+    values, season_numbers = deseasonalise(times, values, c, settings, memo)
     numbers.update(season_numbers)
     pre, post = values[:c], values[c:]
     w = candidate.windows
@@ -160,15 +156,16 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     )
     m = n_post
     post_level = level_of(post, statistic)
-    hist_levels = rolling_levels(historical, m, statistic)
-    day_levels = rolling_levels(day, m, statistic)
-    p_hist_level = float(np.percentile(hist_levels, settings.historical_percentile))
-    p_day_level = float(np.percentile(day_levels, settings.previous_day_percentile))
+    pre_levels = PreLevels(pre, statistic)  # rolling levels of pre, each window length once
+    hist_levels = pre_levels.of_points(historical, m)
+    day_levels = pre_levels.of_points(day, m)
+    p_hist_level = percentile(hist_levels, settings.historical_percentile)
+    p_day_level = percentile(day_levels, settings.previous_day_percentile)
     significant = letters_ok and post_level > p_hist_level and post_level > p_day_level
 
     # LastingTrend.
     pre_level = level_of(pre, statistic)
-    mad = float(np.median(np.abs(pre - np.median(pre))))
+    mad = median_absolute_deviation(pre)
     mad_floor = max(MAD_FLOOR_SHARE * float(np.max(np.abs(values))), float(np.finfo(float).tiny))
     mad_floored = mad < mad_floor
     mad_used = max(mad, mad_floor)
@@ -182,7 +179,7 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     chosen = min(lines, key=lambda line: line.slope_per_s)  # stable: post wins ties
     lift = chosen.end_level - pre_level
     lasting_threshold = settings.mad_coefficient * level_noise(
-        pre, chosen.points, mad_floor, statistic
+        pre, chosen.points, mad_floor, statistic, pre_levels
     )
     lasting = lift >= lasting_threshold
 
@@ -194,7 +191,7 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
     after_drop = post[drop.index :] if drop.index > 0 else post
     k = after_drop.size
     last_level = level_of(after_drop, statistic)
-    gone_threshold = settings.gone_away_z * level_noise(pre, k, mad_floor, statistic)
+    gone_threshold = settings.gone_away_z * level_noise(pre, k, mad_floor, statistic, pre_levels)
     gone_limit = pre_level + gone_threshold
     dropped = drop.index > 0 and drop.p_value < settings.drop_alpha
     gone_away = dropped and last_level < gone_limit
@@ -266,11 +263,7 @@ def went_away_verdict(candidate: Candidate, settings: WentAwaySettings) -> Verdi
         gone_away_limit=gone_limit,
         regression_gone_away=gone_away,
     )
-    return Verdict(STAGE, passed, _reason(numbers), _plain_dict(numbers))
-
-
-def _plain_dict(numbers: dict[str, object]) -> dict[str, object]:
-    return {key: _plain(value) for key, value in numbers.items()}
+    return Verdict(STAGE, passed, _reason(numbers), numbers)
 
 
 def _reason(n: dict[str, object]) -> str:

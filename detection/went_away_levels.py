@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
+from regbot.detection.dist import chi2_sf
 from regbot.detection.noise_shape import Statistic, rolling_levels
-from regbot.detection.seasonality import choose_period
+from regbot.detection.order_stats import mad
+from regbot.detection.seasonality import PeriodMemo, remembered_period
 from regbot.detection.stage_settings import WentAwaySettings
 
-__all__ = ["Drop", "deseasonalise", "find_drop", "level_noise", "pre_points"]
+__all__ = ["Drop", "PreLevels", "deseasonalise", "find_drop", "level_noise", "pre_points"]
 
 MAD_NORMAL = 1.4826  # MAD of a normal sample × 1.4826 estimates its standard deviation
 
@@ -27,20 +28,48 @@ def pre_points(mask: np.ndarray, pre: np.ndarray) -> np.ndarray:
     return kept if kept.size else pre
 
 
+class PreLevels:
+    """``rolling_levels`` of the pre-change points by window length, each length computed once
+    (the went-away terms ask for the same lengths several times)."""
+
+    def __init__(self, pre: np.ndarray, statistic: Statistic) -> None:
+        self.pre = pre
+        self.statistic: Statistic = statistic
+        self._levels: dict[int, np.ndarray] = {}
+
+    def of(self, m: int) -> np.ndarray:
+        """``rolling_levels(pre, m, statistic)``."""
+        found = self._levels.get(m)
+        if found is None:
+            found = self._levels[m] = rolling_levels(self.pre, m, self.statistic)
+        return found
+
+    def of_points(self, points: np.ndarray, m: int) -> np.ndarray:
+        """``rolling_levels(points, m, statistic)`` of ``pre_points``' answer: the pre-change
+        points themselves when it kept all of them."""
+        if points.size == self.pre.size:
+            return self.of(m)
+        return rolling_levels(points, m, self.statistic)
+
+
 def level_noise(
-    pre: np.ndarray, m: int, floor: float = 0.0, statistic: Statistic = "mean"
+    pre: np.ndarray,
+    m: int,
+    floor: float = 0.0,
+    statistic: Statistic = "mean",
+    levels: PreLevels | None = None,
 ) -> float:
     """Robust standard deviation of an ``m``-point level (mean or median) of the pre-change
     points: 1.4826 × MAD of the levels of every window of ``m`` consecutive points
     (``rolling_levels``; autocorrelation and slow wander included), or 1.4826 × MAD(points) /
     √m when the history holds fewer than 8·m points (too few windows to read a spread from);
-    never below ``floor``."""
+    never below ``floor``. ``levels``: the rolling levels of ``pre`` by ``statistic``, cached."""
     m = max(1, int(m))
     if len(pre) >= 8 * m:
-        levels = rolling_levels(pre, m, statistic)
-        spread = MAD_NORMAL * float(np.median(np.abs(levels - np.median(levels))))
+        found = levels.of(m) if levels is not None else rolling_levels(pre, m, statistic)
+        spread = MAD_NORMAL * mad(found)
     else:
-        spread = MAD_NORMAL * float(np.median(np.abs(pre - np.median(pre)))) / np.sqrt(m)
+        spread = MAD_NORMAL * mad(pre) / np.sqrt(m)
     return float(max(spread, floor))
 
 
@@ -76,11 +105,15 @@ def find_drop(post: np.ndarray, min_after: int, min_before: int = 1) -> Drop:
     total = float(csq[n] - csum[n] ** 2 / n)
     tiny = np.finfo(float).tiny
     llr = float(n * np.log(max(total, tiny) / max(float(rss[best]), tiny)))
-    return Drop(int(j[best]), llr, float(stats.chi2.sf(llr, 2)))
+    return Drop(int(j[best]), llr, chi2_sf(llr, 2))
 
 
 def deseasonalise(
-    times_s: np.ndarray, values: np.ndarray, change_index: int, settings: WentAwaySettings
+    times_s: np.ndarray,
+    values: np.ndarray,
+    change_index: int,
+    settings: WentAwaySettings,
+    memo: PeriodMemo | None = None,
 ) -> tuple[np.ndarray, dict[str, object]]:
     """``values`` minus the daily (or weekly) profile of the pre-change history, when that history
     is significantly seasonal (``choose_period``: ACF at the period, as the seasonality stage
@@ -92,10 +125,11 @@ def deseasonalise(
     "normal range" of the history spans the whole daily swing, so a step smaller than the swing
     would always look gone away. Judging the deseasonalised series keeps the went-away
     predicate's meaning (does the change last?) on such series; the seasonality stage still
-    decides afterwards whether the change itself is seasonal.
+    decides afterwards whether the change itself is seasonal. ``memo``: the period choices
+    already made on these pre-change points (``seasonality.remembered_period``).
     """
-    period, period_numbers = choose_period(
-        times_s[:change_index], values[:change_index], settings.periods_s, settings.acf_alpha
+    period, period_numbers = remembered_period(
+        times_s[:change_index], values[:change_index], settings.periods_s, settings.acf_alpha, memo
     )
     period_s = period_numbers["period_s"]
     if period is None or not isinstance(period_s, float):  # a chosen period has its period_s

@@ -1,18 +1,21 @@
 """Went-away detector's trend terms (FBDetect §5.2.2): SAX letters for NewPattern, and the
 Mann–Kendall test with a Theil–Sen line for LastingTrend.
 
-Complexity: SAX is linear; Mann–Kendall is scipy's O(n log n) Kendall's tau; Theil–Sen
-(O(m²) in its input) sees at most ``THEIL_SEN_MAX_POINTS`` points.
+Complexity: SAX is linear; Mann–Kendall O(n²) vectorised (``kendall``; scipy's O(n log n)
+count past ``kendall.PAIRWISE_MAX`` points); Theil–Sen (O(m²) in its input) sees at most
+``THEIL_SEN_MAX_POINTS`` points.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from scipy import stats
 
+from regbot.detection.kendall import PAIRWISE_MAX, kendall_test, mann_kendall_counts, tie_terms
 from regbot.detection.noise_shape import Statistic, level_of
 
 __all__ = [
@@ -20,6 +23,7 @@ __all__ = [
     "WindowLine",
     "mann_kendall",
     "sax_letters",
+    "theil_sen",
     "valid_letters",
     "window_line",
 ]
@@ -66,7 +70,8 @@ class MannKendall:
 
 
 def mann_kendall(values: np.ndarray, alpha: float) -> MannKendall:
-    """Mann–Kendall as Kendall's tau of ``values`` against their index (scipy, O(n log n)).
+    """Mann–Kendall as Kendall's tau of ``values`` against their index: scipy's numbers
+    (``kendall``: the same integers and expressions, without scipy's per-call overhead).
 
     scipy's test uses the exact null distribution for small tie-free samples and otherwise the
     normal approximation with MK's tie-corrected variance of S (no continuity correction).
@@ -75,18 +80,43 @@ def mann_kendall(values: np.ndarray, alpha: float) -> MannKendall:
     """
     v = np.asarray(values, dtype=np.float64)
     n = v.size
-    if n < 3 or np.ptp(v) == 0:
+    if n < 3:
         return MannKendall(0, 0.0, 1.0, "none")
-    res = stats.kendalltau(np.arange(n), v)
-    tau, p = float(res.statistic), float(res.pvalue)
-    _, tie_counts = np.unique(v, return_counts=True)
+    spread = np.ptp(v)
+    if spread == 0:
+        return MannKendall(0, 0.0, 1.0, "none")
+    if n > PAIRWISE_MAX or not np.isfinite(spread):  # scipy's own count (and its NaN handling)
+        res = stats.kendalltau(np.arange(n), v)
+        tau, p = float(res.statistic), float(res.pvalue)
+        n_ties = tie_terms(v)[0]
+    else:
+        s_exact, n_ties, tie_variance = mann_kendall_counts(v)
+        test = kendall_test(n, s_exact, n_ties, tie_variance)
+        tau, p = test.tau, test.p_value
+    return _mann_kendall(n, n_ties, tau, p, alpha)
+
+
+def _mann_kendall(n: int, n_ties: int, tau: float, p: float, alpha: float) -> MannKendall:
     n0 = n * (n - 1) / 2
-    n_ties = float(np.sum(tie_counts * (tie_counts - 1)) / 2)
-    s = int(round(tau * np.sqrt(n0 * (n0 - n_ties))))
+    s = int(round(tau * math.sqrt(n0 * (n0 - n_ties))))
     direction: Literal["up", "down", "none"] = "none"
     if p < alpha:
         direction = "up" if tau > 0 else "down"
     return MannKendall(s, tau, p, direction)
+
+
+def theil_sen(ys: np.ndarray, xs: np.ndarray) -> tuple[float, float]:
+    """(slope, intercept) of Theil–Sen as ``scipy.stats.theilslopes`` computes them (median of
+    the pairwise slopes; intercept median(y) − slope · median(x)), without its confidence
+    interval. O(m²)."""
+    y = np.asarray(ys, dtype=np.float64)
+    x = np.asarray(xs, dtype=np.float64)
+    deltax = x[:, np.newaxis] - x
+    deltay = y[:, np.newaxis] - y
+    ahead = deltax > 0
+    slopes = deltay[ahead] / deltax[ahead]
+    slope = np.median(slopes)
+    return float(slope), float(np.median(y) - slope * np.median(x))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +148,6 @@ def window_line(
                 np.linspace(0, x.size - 1, THEIL_SEN_MAX_POINTS).round().astype(np.int64)
             )
             xs, ys = x[idx], values[idx]
-        res = stats.theilslopes(ys, xs)
-        slope, intercept, used = float(res.slope), float(res.intercept), int(xs.size)
+        slope, intercept = theil_sen(ys, xs)
+        used = int(xs.size)
     return WindowLine(name, trend, slope, intercept, intercept + slope * float(x[-1]), x.size, used)
