@@ -55,6 +55,8 @@ from regbot.bot.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from regbot.bot.config import Config, load_config
 from regbot.bot.dedup_context import build_dedup_context, deduplicate_against_state
 from regbot.bot.deploy_range import deploy_line_reader, resolve_deploy_range
+from regbot.bot.execution.executors import open_executor
+from regbot.bot.execution.fleet_detection import detect_in_windows_on
 from regbot.bot.gate import GateDecision, decide_gate
 from regbot.bot.github.api import GitHubClient, GitHubError
 from regbot.bot.github.chart import series_points
@@ -75,9 +77,10 @@ from regbot.bot.views.run_outcome import feedback_line, outcome_lines
 from regbot.bot.views.tables import attribution_table, detection_table, funnel_line
 from regbot.detection.dedup_context import Group
 from regbot.detection.model import Candidate
-from regbot.detection.pipeline import detect_in_windows
 from regbot.detection.report import build_report
 from regbot.detection.series_batch import WindowBounds
+from regbot.partition_ranges import partition_ranges
+from regbot.profiles.series_partitions import SeriesPartition
 from regbot.report.model import DeploySection, Publishing, Report
 from regbot.timefmt import parse_time
 
@@ -92,7 +95,12 @@ def analyse(
 ) -> tuple[Report, list[Group], Mapping[str, Candidate]]:
     """Detection, dedup (with the deploy's commit → subroutines map) and attribution."""
     settings = config.detection_for(workload)
-    result = detect_in_windows(run_series.series, settings, windows)
+    series = run_series.series
+    ranges = partition_ranges(len(series), settings.partition_series)
+    partitions = [SeriesPartition(series=tuple(series[a:b])) for a, b in ranges]
+    execution = config.execution
+    with open_executor(execution.engine, execution.workers, execution.scheduler) as executor:
+        result = detect_in_windows_on(partitions, settings, windows, executor)
     context = build_dedup_context(
         result.reported,
         run_series.series,

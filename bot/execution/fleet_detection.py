@@ -33,7 +33,13 @@ from regbot.detection.stage_settings import DetectionSettings
 from regbot.profiles.model import Series
 from regbot.profiles.series_partitions import SeriesSurvey
 
-__all__ = ["PartitionSource", "detect_fleet", "gather_series", "survey_partitions"]
+__all__ = [
+    "PartitionSource",
+    "detect_fleet",
+    "detect_in_windows_on",
+    "gather_series",
+    "survey_partitions",
+]
 
 Done = Callable[[int], None]
 
@@ -76,20 +82,44 @@ def detect_fleet(
     executor: Executor,
     on_done: Done | None = None,
 ) -> DetectionResult:
-    """The run's detection over ``partitions`` (module docstring). ``executor``: an
-    ``regbot.bot.execution.executors.Executor``; partitions in other processes use one thread
-    each (the executor's workers are the parallelism)."""
+    """The run's detection over ``partitions`` with the windows ending at ``now_s``, else at the
+    end of the data (module docstring)."""
     end_s = now_s if now_s is not None else (survey.last_time_s or 0.0)
-    inner = settings if executor.name == "local" else replace(settings, workers=1)
     while True:
         windows = WindowBounds.ending_at(end_s, settings.workload.windows)
-        jobs = [_DetectJob(p, inner, windows) for p in partitions]
-        found = executor.map(_detect, jobs, on_done)
-        last = max((t for _, t in found if t is not None), default=None)
+        result, last = _detect_on(partitions, settings, windows, executor, on_done)
         if now_s is None and last is not None and last < end_s:
             end_s = last  # the rows after it had no values
             continue
-        return combine_findings([f for f, _ in found], settings, windows)
+        return result
+
+
+def detect_in_windows_on(
+    partitions: Sequence[PartitionSource],
+    settings: DetectionSettings,
+    windows: WindowBounds,
+    executor: Executor,
+    on_done: Done | None = None,
+) -> DetectionResult:
+    """The run's detection over ``partitions`` in given ``windows`` (`regbot run`'s, from the
+    deploy time): ``detect_in_windows`` with the partitions on the executor."""
+    return _detect_on(partitions, settings, windows, executor, on_done)[0]
+
+
+def _detect_on(
+    partitions: Sequence[PartitionSource],
+    settings: DetectionSettings,
+    windows: WindowBounds,
+    executor: Executor,
+    on_done: Done | None,
+) -> tuple[DetectionResult, float | None]:
+    """Partitions in other processes use one thread each (the executor's workers are the
+    parallelism); the combined result, and the last timestamp with a value."""
+    inner = settings if executor.name == "local" else replace(settings, workers=1)
+    jobs = [_DetectJob(p, inner, windows) for p in partitions]
+    found = executor.map(_detect, jobs, on_done)
+    last = max((t for _, t in found if t is not None), default=None)
+    return combine_findings([f for f, _ in found], settings, windows), last
 
 
 def gather_series(
