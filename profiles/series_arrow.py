@@ -2,9 +2,10 @@
 ``timestamp`` (epoch seconds, integer or float, or an Arrow timestamp), ``series`` (string or
 dictionary-encoded), ``value`` (float), optional ``kind``, ``unit`` and label columns.
 
-Files are read one record batch at a time (bounded memory); each batch is converted by
-pyarrow.compute and numpy, its rows grouped by series id through dictionary encoding, with no
-Python loop per row. Rows in error messages are 1-based data rows: ``file: row N: field``.
+Files are read one record batch at a time; each batch is checked and converted by
+pyarrow.compute and numpy, and the rows are grouped by series id by ``series_rows`` (the routine
+the CSV reader uses too), with no Python loop per row. Rows in error messages are 1-based data
+rows: ``file: row N: field``.
 
 Design: docs/design/profiles_series_files.md
 """
@@ -13,23 +14,26 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from regbot.atomic import write_atomic
 from regbot.errors import InputError
 from regbot.profiles.model import Series
-from regbot.profiles.series_parts import LONG_COLUMNS, OPTIONAL_COLUMNS, SeriesPart, label_columns
+from regbot.profiles.series_parts import LONG_COLUMNS, SeriesPart, label_columns
+from regbot.profiles.series_rows import (
+    LongBatch,
+    dictionary_codes,
+    first_missing_id,
+    group_long_rows,
+)
 
 _REQUIRED = LONG_COLUMNS
-_OPTIONAL = OPTIONAL_COLUMNS
 _BATCH_ROWS = 65_536
 _SECONDS_PER_UNIT = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _ARROW_ERRORS = (pa.ArrowException, OSError)
@@ -38,17 +42,6 @@ _ARROW_ERRORS = (pa.ArrowException, OSError)
 def _where(path: Path, row: int, field_name: str | None = None) -> str:
     """``file: row N[: field]`` for the 0-based data row ``row``."""
     return f"{path}: row {row + 1}" + (f": {field_name}" if field_name else "")
-
-
-@dataclass(slots=True)
-class _Gathered:
-    """One series' points and per-series fields, as met so far in one file."""
-
-    first_row: int
-    times: list[np.ndarray] = field(default_factory=list)
-    values: list[np.ndarray] = field(default_factory=list)
-    fields: dict[str, str] = field(default_factory=dict)  # kind, unit and labels given
-    varied: set[str] = field(default_factory=set)  # labels whose rows disagree
 
 
 def read_arrow_parts(path: Path) -> list[SeriesPart]:
@@ -68,30 +61,25 @@ def read_arrow_parts(path: Path) -> list[SeriesPart]:
             raise InputError(f"{path}: {name}", "each column once", f"{names.count(name)} times")
     _check_types(path, schema)
     text_names = [n for n in names if n not in _REQUIRED]
+    return group_long_rows(
+        _long_batches(path, batches, text_names), functools.partial(_where, path)
+    )
 
-    gathered: dict[str, _Gathered] = {}
+
+def _long_batches(path: Path, batches: Iterable[Any], text_names: list[str]) -> Iterator[LongBatch]:
+    """Each record batch checked (series ids, then times, then values) and converted."""
     offset = 0
     for batch in batches:
-        if batch.num_rows:
-            _read_batch(path, batch, offset, text_names, gathered)
+        ids, codes = dictionary_codes(batch.column("series"))
+        missing = first_missing_id(ids, codes)
+        if missing is not None:
+            row, found = missing
+            raise InputError(_where(path, offset + row, "series"), "a series id", found)
+        times = _times(path, batch.column("timestamp"), offset)
+        values = _values(path, batch.column("value"), offset)
+        texts = {name: batch.column(name) for name in text_names}
+        yield LongBatch(ids, codes, times, values, texts)
         offset += batch.num_rows
-
-    parts = []
-    for series_id, got in gathered.items():
-        labels = {k: v for k, v in got.fields.items() if k not in _OPTIONAL}
-        parts.append(
-            SeriesPart(
-                series_id,
-                got.fields.get("kind"),
-                got.fields.get("unit"),
-                labels,
-                np.concatenate(got.times),
-                np.concatenate(got.values),
-                functools.partial(_where, path, got.first_row),
-                got.varied,
-            )
-        )
-    return parts
 
 
 def _open(path: Path) -> tuple[Any, Iterator[Any]]:
@@ -103,8 +91,9 @@ def _open(path: Path) -> tuple[Any, Iterator[Any]]:
         raise InputError(str(path), what)
     try:
         if path.name.lower().endswith(".parquet"):
-            parquet = pq.ParquetFile(path)
-            schema = parquet.schema_arrow
+            schema = pq.ParquetFile(path).schema_arrow
+            texts = [n for n in schema.names if n not in ("timestamp", "value")]
+            parquet = pq.ParquetFile(path, read_dictionary=texts)  # no string per row
             source: Iterable[Any] = parquet.iter_batches(batch_size=_BATCH_ROWS)
         else:
             source, schema = _open_ipc(path)
@@ -162,90 +151,8 @@ def _check_types(path: Path, schema: Any) -> None:
             raise InputError(f"{path}: {name}", expected, str(kind))
 
 
-def _read_batch(
-    path: Path, batch: Any, offset: int, text_names: list[str], gathered: dict[str, _Gathered]
-) -> None:
-    ids, codes = _dictionary(batch.column("series"))
-    if (codes < 0).any():
-        row = offset + int(np.flatnonzero(codes < 0)[0])
-        raise InputError(_where(path, row, "series"), "a series id", "null")
-    if "" in ids:
-        row = offset + int(np.flatnonzero(codes == ids.index(""))[0])
-        raise InputError(_where(path, row, "series"), "a series id", "")
-    times = _times(path, batch.column("timestamp"), offset)
-    values = _values(path, batch.column("value"), offset)
-
-    starts = np.full(len(ids), codes.size, dtype=np.intp)
-    np.minimum.at(starts, codes, np.arange(codes.size))
-    order = np.argsort(codes, kind="stable")
-    bounds = np.cumsum(np.bincount(codes, minlength=len(ids)))[:-1]
-    entries: list[_Gathered | None] = []
-    for code, rows_of in enumerate(np.split(order, bounds)):
-        if not rows_of.size:  # a dictionary entry no row uses
-            entries.append(None)
-            continue
-        got = gathered.get(ids[code])
-        if got is None:
-            got = gathered[ids[code]] = _Gathered(offset + int(starts[code]))
-        got.times.append(times[rows_of])
-        got.values.append(values[rows_of])
-        entries.append(got)
-
-    for name in text_names:
-        column = batch.column(name)
-        if pa.types.is_null(column.type):
-            continue
-        texts, text_codes = _dictionary(column)
-        present = text_codes >= 0
-        if texts:  # empty text means "not given", as an empty CSV cell
-            present &= np.asarray([t != "" for t in texts])[np.maximum(text_codes, 0)]
-        pairs = np.unique(codes[present] * len(texts) + text_codes[present])
-        for pair in pairs.tolist():
-            code, text = divmod(pair, len(texts))
-            _give(path, entries[code], name, texts[text], codes, text_codes, offset, code, text)
-
-
-def _give(
-    path: Path,
-    got: _Gathered | None,
-    name: str,
-    text: str,
-    codes: np.ndarray,
-    text_codes: np.ndarray,
-    offset: int,
-    code: int,
-    text_code: int,
-) -> None:
-    """Record ``text`` as the ``name`` of a series: kind and unit must agree (else InputError at
-    the first disagreeing row); a label that disagrees is marked varied."""
-    assert got is not None
-    chosen = got.fields.setdefault(name, text)
-    if chosen == text or name in got.varied:
-        return
-    if name not in _OPTIONAL:
-        got.varied.add(name)
-        return
-    row = offset + int(np.flatnonzero((codes == code) & (text_codes == text_code))[0])
-    raise InputError(
-        _where(path, row, name), f"{name} {chosen!r} as on earlier rows of this series", text
-    )
-
-
 def _first_null(column: Any) -> int:
     return int(np.flatnonzero(np.asarray(column.is_null(), dtype=bool))[0])
-
-
-def _dictionary(column: Any) -> tuple[list[str], np.ndarray]:
-    """The distinct texts of a string column and each row's index into them (-1 for null, also
-    for a null entry of a dictionary)."""
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    entries: list[str | None] = column.dictionary.to_pylist()
-    indices = np.asarray(column.indices.fill_null(-1).to_numpy(), dtype=np.int64)
-    if None in entries:
-        null_entry = np.asarray([entry is None for entry in entries] + [True])
-        indices = np.where(null_entry[indices], -1, indices)  # index -1 reads the last, True
-    return ["" if entry is None else entry for entry in entries], indices
 
 
 def _times(path: Path, column: Any, offset: int) -> np.ndarray:
