@@ -28,7 +28,7 @@ from regbot.profiles.model import Series
 from regbot.profiles.series_parts import LONG_COLUMNS, SeriesPart, label_columns
 from regbot.profiles.series_rows import (
     LongBatch,
-    dictionary_codes,
+    SharedDictionaries,
     first_missing_id,
     group_long_rows,
 )
@@ -69,8 +69,9 @@ def read_arrow_parts(path: Path) -> list[SeriesPart]:
 def _long_batches(path: Path, batches: Iterable[Any], text_names: list[str]) -> Iterator[LongBatch]:
     """Each record batch checked (series ids, then times, then values) and converted."""
     offset = 0
+    series = SharedDictionaries()
     for batch in batches:
-        ids, codes = dictionary_codes(batch.column("series"))
+        ids, codes = series(batch.column("series"))
         missing = first_missing_id(ids, codes)
         if missing is not None:
             row, found = missing

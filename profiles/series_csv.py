@@ -30,8 +30,8 @@ from regbot.profiles.series_parts import (
 )
 from regbot.profiles.series_rows import (
     LongBatch,
+    SharedDictionaries,
     Where,
-    dictionary_codes,
     first_missing_id,
     group_long_rows,
 )
@@ -49,8 +49,9 @@ def read_csv_parts(path: Path) -> list[SeriesPart]:
     if not table.num_rows:
         return []
     where = CsvLines(path)
-    batches = table.to_batches()
-    ids = [dictionary_codes(batch.column("series")) for batch in batches]
+    batches = table.unify_dictionaries().to_batches()  # one dictionary per column, not per block
+    series = SharedDictionaries()
+    ids = [series(batch.column("series")) for batch in batches]
     offset = 0
     for entries, codes in ids:
         missing = first_missing_id(entries, codes)

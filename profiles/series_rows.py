@@ -54,14 +54,35 @@ def dictionary_codes(column: Any) -> tuple[list[str | None], np.ndarray]:
     if not pa.types.is_dictionary(column.type):
         column = pc.dictionary_encode(column)
     entries: list[str | None] = column.dictionary.to_pylist()
+    return entries, _indices(column, entries)
+
+
+def _indices(column: Any, entries: list[str | None]) -> np.ndarray:
     indices = column.indices
     if indices.null_count:
         indices = indices.fill_null(-1)
-    indices = np.asarray(indices.to_numpy(), dtype=np.int64)
+    codes = np.asarray(indices.to_numpy(), dtype=np.int64)
     if None in entries:
         null_entry = np.asarray([entry is None for entry in entries] + [True])
-        indices = np.where(null_entry[indices], -1, indices)  # index -1 reads the last, True
-    return entries, indices
+        codes = np.where(null_entry[codes], -1, codes)  # index -1 reads the last, True
+    return codes
+
+
+class SharedDictionaries:
+    """``dictionary_codes`` of consecutive arrays of one column: while they share a dictionary
+    (Parquet batches of one row group; CSV blocks after ``unify_dictionaries``), its entries
+    are read once and the same list is returned, which lets ``group_long_rows`` map them once."""
+
+    def __init__(self) -> None:
+        self.dictionary: Any = None
+        self.entries: list[str | None] = []
+
+    def __call__(self, column: Any) -> tuple[list[str | None], np.ndarray]:
+        if not pa.types.is_dictionary(column.type):
+            return dictionary_codes(column)
+        if self.dictionary is None or not column.dictionary.equals(self.dictionary):
+            self.dictionary, self.entries = column.dictionary, column.dictionary.to_pylist()
+        return self.entries, _indices(column, self.entries)
 
 
 def first_missing_id(entries: list[str | None], codes: np.ndarray) -> tuple[int, str] | None:
@@ -69,9 +90,8 @@ def first_missing_id(entries: list[str | None], codes: np.ndarray) -> tuple[int,
     or ``""``; None when every row has an id."""
     if (codes < 0).any():
         return int(np.flatnonzero(codes < 0)[0]), "null"
-    if "" in entries:
-        return int(np.flatnonzero(codes == entries.index(""))[0]), ""
-    return None
+    empty = np.flatnonzero(codes == entries.index("")) if "" in entries else codes[:0]
+    return (int(empty[0]), "") if empty.size else None  # an entry no row uses is no id
 
 
 def group_long_rows(batches: Iterable[LongBatch], where: Where) -> list[SeriesPart]:
@@ -84,23 +104,31 @@ def group_long_rows(batches: Iterable[LongBatch], where: Where) -> list[SeriesPa
     times: list[np.ndarray] = []
     values: list[np.ndarray] = []
     texts: dict[str, _TextCodes] = {}
+    mapped: Sequence[str | None] | None = None  # the ids list ``mapping`` is for
+    mapping = np.empty(0, dtype=np.int32)  # its entries' series codes, -1: not met yet
     offset = 0
     for batch in batches:
         rows = batch.codes.size
         if not rows:
             continue
-        present, first = np.unique(batch.codes, return_index=True)
-        for entry, row in sorted(zip(present.tolist(), first.tolist()), key=lambda p: p[1]):
-            series_id = batch.ids[entry]
-            if not series_id:
-                raise ValueError("group_long_rows: null or empty series id")  # readers refuse them
-            if series_id not in known:
-                known[series_id] = len(ids)
-                ids.append(series_id)
-                first_rows.append(offset + row)
-        mapping = np.zeros(len(batch.ids), dtype=np.int32)
-        mapping[present] = [known[batch.ids[entry] or ""] for entry in present.tolist()]
-        codes.append(mapping[batch.codes])
+        if batch.ids is not mapped:
+            mapped, mapping = batch.ids, np.full(len(batch.ids), -1, dtype=np.int32)
+        series = mapping[batch.codes]
+        if (series < 0).any():  # entries met for the first time, in order of their first row
+            unmapped = np.flatnonzero(series < 0)
+            entries, first = np.unique(batch.codes[unmapped], return_index=True)
+            for at in np.argsort(first, kind="stable").tolist():
+                entry, row = int(entries[at]), int(unmapped[first[at]])
+                series_id = batch.ids[entry]
+                if not series_id:
+                    raise ValueError("group_long_rows: a null or empty id")  # readers refuse them
+                if series_id not in known:
+                    known[series_id] = len(ids)
+                    ids.append(series_id)
+                    first_rows.append(offset + row)
+                mapping[entry] = known[series_id]
+            series = mapping[batch.codes]
+        codes.append(series)
         times.append(batch.times)
         values.append(batch.values)
         for name, column in batch.texts.items():
@@ -123,21 +151,27 @@ class _TextCodes:
         self.index: dict[str, int] = {}
         self.chunks: list[np.ndarray] = [np.full(rows_before, -1, dtype=np.int32)]
         self.rows = rows_before
+        self.dictionaries = SharedDictionaries()
+        self.mapped: list[str | None] | None = None  # the entries ``mapping`` is for
+        self.mapping = np.empty(0, dtype=np.int32)  # their codes, then -1 for null cells
 
     def add(self, column: Any, rows: int) -> None:
         if pa.types.is_null(column.type):
             return
-        entries, cells = dictionary_codes(column)
-        mapping = np.full(len(entries) + 1, -1, dtype=np.int32)  # the last: null cells
-        used = np.flatnonzero(np.bincount(cells + 1, minlength=len(entries) + 1)[1:])
-        for entry in used.tolist():
-            text = entries[entry]
-            if text:
-                mapping[entry] = self.index.setdefault(text, len(self.texts))
-                if mapping[entry] == len(self.texts):
-                    self.texts.append(text)
-        self.chunks.append(mapping[cells])
+        entries, cells = self.dictionaries(column)
+        if entries is not self.mapped:
+            self.mapped = entries
+            self.mapping = np.asarray([self._code(e) for e in entries] + [-1], dtype=np.int32)
+        self.chunks.append(self.mapping[cells])
         self.rows += rows
+
+    def _code(self, text: str | None) -> int:
+        if not text:
+            return -1
+        code = self.index.setdefault(text, len(self.texts))
+        if code == len(self.texts):
+            self.texts.append(text)
+        return code
 
     def pad_to(self, rows: int) -> None:
         """Mark rows of batches without this column as "not given"."""

@@ -398,3 +398,11 @@ def test_parquet_dictionary_of_many_ids_used_a_few_at_a_time(tmp_path: Path) -> 
     assert [s.id for s in got] == [ids[c] for c in range(9_900, -1, -100)]
     assert all(s.timestamps_s.size == 20 for s in got)
     assert got[1].values.tolist() == [float(v) for v in range(20, 40)]
+
+
+def test_an_empty_dictionary_entry_no_row_uses_is_no_error(tmp_path: Path) -> None:
+    ids = pa.DictionaryArray.from_arrays(pa.array([1, 1], pa.int32()), pa.array(["", "a"]))
+    table = pa.table({"timestamp": [T0, T0 + 60.0], "series": ids, "value": [1.0, 2.0]})
+    pq.write_table(table, tmp_path / "m.parquet")
+    (got,) = read_series_file(tmp_path / "m.parquet")
+    assert got.id == "a" and got.values.tolist() == [1.0, 2.0]

@@ -12,6 +12,7 @@ from regbot.profiles.series_rows import (
     LongBatch,
     _stable_order,
     dictionary_codes,
+    first_missing_id,
     group_long_rows,
 )
 
@@ -104,3 +105,9 @@ def test_dictionary_codes_of_null_entries_and_null_cells() -> None:
     assert entries == ["a", None, "b"] and codes.tolist() == [0, -1, -1, 2]
     entries, codes = dictionary_codes(pa.array(["x", None, "x"]))
     assert entries == ["x"] and codes.tolist() == [0, -1, 0]
+
+
+def test_missing_ids_are_rows_not_dictionary_entries() -> None:
+    assert first_missing_id(["a", ""], np.array([0, 0])) is None  # "" is in no row
+    assert first_missing_id(["a", ""], np.array([0, 1, 1])) == (1, "")
+    assert first_missing_id(["a", ""], np.array([0, 1, -1])) == (2, "null")  # nulls first
