@@ -17,7 +17,7 @@ from regbot.errors import InputError
 from regbot.profiles.model import Series
 from regbot.profiles.series_csv import read_csv_parts
 from regbot.profiles.series_jsonl import read_jsonl_parts
-from regbot.profiles.series_parts import SeriesPart
+from regbot.profiles.series_parts import SeriesPart, gc_paused
 
 SUFFIXES = (".csv", ".jsonl", ".csv.gz", ".jsonl.gz", ".parquet", ".arrow")
 
@@ -69,16 +69,18 @@ def normalise_points(
 
 def read_series_file(path: Path) -> list[Series]:
     """Every series in one series file (rules: docs/design/profiles_series_files.md)."""
-    return _merge(_read_parts(Path(path)))
+    with gc_paused():
+        return _merge(_read_parts(Path(path)))
 
 
 def read_series_files(paths: Iterable[Path]) -> list[Series]:
     """Every series in the given files and folders (folders: their series files, recursively,
     in name order), one series per id across all of them."""
     parts: list[SeriesPart] = []
-    for path in find_series_files(paths):
-        parts.extend(_read_parts(path))
-    return _merge(parts)
+    with gc_paused():
+        for path in find_series_files(paths):
+            parts.extend(_read_parts(path))
+        return _merge(parts)
 
 
 def find_series_files(paths: Iterable[Path]) -> list[Path]:

@@ -48,6 +48,7 @@ _SCHEMA = pa.schema(
 )
 _NULL_VALUE = re.compile(rb":\s*null")
 _WHITESPACE = b" \t\r\x0b\x0c"
+_OPEN, _CLOSE = ord("{"), ord("}")
 _MIN_BLOCK_BYTES = 1 << 20
 _ARROW_ERRORS = (pa.ArrowException, OSError, ValueError)
 
@@ -89,22 +90,13 @@ def _object_lines(data: bytes, start: int) -> tuple[list[int], int] | None:
     None when a non-blank line does not start with ``{`` or does not end with ``}``."""
     numbers: list[int] = []
     longest = 0
-    size, number = len(data), 0
-    while start <= size:
-        end = data.find(b"\n", start)
-        end = size if end < 0 else end
-        number += 1
-        first, last = start, end - 1
-        while first <= last and data[first] in _WHITESPACE:
-            first += 1
-        while last >= first and data[last] in _WHITESPACE:
-            last -= 1
-        if first <= last:
-            if data[first] != ord("{") or data[last] != ord("}"):
+    for number, line in enumerate(data.split(b"\n"), 1):
+        text = (line[start:] if number == 1 else line).strip(_WHITESPACE)
+        if text:
+            if text[0] != _OPEN or text[-1] != _CLOSE:
                 return None
             numbers.append(number)
-            longest = max(longest, end - start)
-        start = end + 1
+            longest = max(longest, len(line))
     return numbers, longest
 
 
