@@ -8,7 +8,8 @@ with the csv module's reading of the same file as the rule.
    every letter case of ``MISSING_TEXT`` is a null; ``timestamp`` as float64 too when the first
    data row's is a number, else as text; every other column as dictionary-encoded text (a
    series id, kind or label is stored once per block, not once per row). Quoted newlines are
-   looked for only when the file has a quote at all.
+   looked for only when the file has a quote at all (a gzipped file is assumed to have one, and is
+   gunzipped by pyarrow as it parses; any gzip error goes to step 4, where Python's gzip decides).
 3. When pyarrow refuses that (a text in a float column: ISO times further down, ``1_000``...), it
    reads the file again with timestamp and value as text, left to ``series_csv_cells``.
 4. When pyarrow refuses that too, the csv module reads the text, and a byte that is not UTF-8, a
@@ -25,9 +26,11 @@ from __future__ import annotations
 
 import codecs
 import csv
+import gzip
 import io
 import itertools
 import mmap
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -57,7 +60,7 @@ class CsvFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.gunzipped = read_series_bytes(path) if path.name.lower().endswith(".gz") else None
+        self.gzipped = path.name.lower().endswith(".gz")
         self._quoted: bool | None = None
         header, first_row = self._first_rows()
         self.names = _checked_header(path, header)
@@ -88,15 +91,17 @@ class CsvFile:
         return self.raw_names[self.names.index(name)]
 
     def _source(self) -> Any:
-        if self.gunzipped is not None:
-            return pa.BufferReader(self.gunzipped)
+        """The file's bytes for pyarrow: memory-mapped, or gunzipped as pyarrow parses them."""
+        if self.gzipped:
+            return pa.CompressedInputStream(pa.OSFile(str(self.path)), "gzip")
         return pa.memory_map(str(self.path))
 
     def _has_quote(self) -> bool:
-        """Whether the file has a quote (only then can a value hold a newline)."""
+        """Whether the file may have a quote (only then can a value hold a newline); a gzipped
+        file is not read twice to know."""
         if self._quoted is None:
-            if self.gunzipped is not None:
-                self._quoted = b'"' in self.gunzipped
+            if self.gzipped:
+                self._quoted = True
             else:
                 with self.path.open("rb") as stream:
                     with mmap.mmap(stream.fileno(), 0, prot=mmap.PROT_READ) as mapped:
@@ -155,9 +160,7 @@ class CsvFile:
     def _first_rows(self) -> tuple[list[str] | None, list[str] | None]:
         """The header row and the first data row as the csv module reads them, decoding only
         the lines it needs; an undecodable byte is the InputError naming its line."""
-        stream: IO[bytes]
-        stream = io.BytesIO(self.gunzipped) if self.gunzipped is not None else self._open()
-        with stream:
+        with self._open() as stream:
             reader = csv.reader(_text_lines(stream))
             try:
                 header = next(reader, None)
@@ -165,24 +168,24 @@ class CsvFile:
                 read_series_text(self.path)  # a byte that is not UTF-8 comes first
                 where = f"{self.path}:{reader.line_num}"
                 raise InputError(where, "well-formed CSV", str(error)) from None
-            except UnicodeDecodeError:
+            except (UnicodeDecodeError, OSError, EOFError, zlib.error):
                 read_series_text(self.path)  # raises the InputError at the line
                 raise
             try:
                 first = next(filter(None, reader), None)
-            except (csv.Error, UnicodeDecodeError):
+            except (csv.Error, UnicodeDecodeError, OSError, EOFError, zlib.error):
                 first = None  # step 4 says where, after the header's checks
         return header, first
 
-    def _open(self) -> IO[bytes]:
+    def _open(self) -> IO[bytes] | gzip.GzipFile:
         try:
-            return self.path.open("rb")
+            return gzip.open(self.path, "rb") if self.gzipped else self.path.open("rb")
         except OSError:
             read_series_bytes(self.path)  # raises the InputError naming the file
             raise
 
 
-def _text_lines(stream: IO[bytes]) -> Iterator[str]:
+def _text_lines(stream: IO[bytes] | gzip.GzipFile) -> Iterator[str]:
     """Decoded lines as the csv module would get them from the file opened with newline=""."""
     for number, raw in enumerate(stream):
         if number == 0 and raw.startswith(codecs.BOM_UTF8):
@@ -204,12 +207,10 @@ def _checked_header(path: Path, header: list[str] | None) -> list[str]:
     not UTF-8 comes first, as when the file is read whole)."""
     expected = "a header row with columns timestamp, series, value (any order)"
     try:
-        if header is None:
-            raise InputError(f"{path}:1", expected, "an empty file")
-        names = [name.strip() for name in header]
+        names = [name.strip() for name in header or []]  # an empty file: no column at all
         missing = [name for name in LONG_COLUMNS if name not in names]
         if missing:
-            found = ",".join(header)
+            found = ",".join(header or [])
             raise InputError(f"{path}:1", f"{expected}; missing {', '.join(missing)}", found)
         for position, name in enumerate(names, 1):
             if not name:

@@ -406,3 +406,17 @@ def test_an_empty_dictionary_entry_no_row_uses_is_no_error(tmp_path: Path) -> No
     pq.write_table(table, tmp_path / "m.parquet")
     (got,) = read_series_file(tmp_path / "m.parquet")
     assert got.id == "a" and got.values.tolist() == [1.0, 2.0]
+
+
+def test_gzipped_csv_as_pythons_gzip_reads_it(tmp_path: Path) -> None:
+    text = 'timestamp,series,value\n1,"a\nb",1\n2,"a\nb",2\n'
+    members = gzip.compress(text[:30].encode(), mtime=0) + gzip.compress(text[30:].encode())
+    path = tmp_path / "m.csv.gz"
+    for data in (members, members + b"\0" * 8):  # pyarrow refuses trailing zeros, Python not
+        path.write_bytes(data)
+        (got,) = read_series_file(path)
+        assert got.id == "a\nb" and got.values.tolist() == [1.0, 2.0]
+    path.write_bytes(members[:-12])
+    assert "a complete gzip file" in message(path)
+    path.write_bytes(b"")
+    assert message(path).startswith(f"{path}:1: expected a header row")
