@@ -130,14 +130,19 @@ def _merge(parts: list[SeriesPart]) -> list[Series]:
         for name in varied:
             labels.pop(name, None)
         times, values = normalise_points(
-            np.concatenate([p.times for p in group]),
-            np.concatenate([p.values for p in group]),
+            _joined([p.times for p in group]),
+            _joined([p.values for p in group]),
             where=f"series {series_id!r}",
         )
         series.append(
             Series(series_id, kind or default_kind(series_id), times, values, unit, labels)
         )
     return series
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    """The arrays end to end (one alone as it is: ``normalise_points`` copies what it returns)."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
 def _agreed(group: list[SeriesPart], name: str) -> str | None:
