@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+import pyarrow as pa
 
 from regbot.errors import InputError
 from regbot.profiles.model import Series
@@ -81,11 +82,10 @@ def _long_batches(
 
 def _times(source: CsvFile, column: Any, where: Where) -> np.ndarray:
     """Timestamps as pyarrow parsed them when all are there and finite, else by the text rules."""
-    if column.type == "double" and not column.null_count:
+    if pa.types.is_float64(column.type):
         times = np.asarray(column.to_numpy(), dtype=np.float64)
-        if np.isfinite(times).all():
+        if not column.null_count and np.isfinite(times).all():
             return times
-    if column.type == "double":
         column = source.texts("timestamp")
     return times_from_texts(column, where)
 
@@ -93,7 +93,7 @@ def _times(source: CsvFile, column: Any, where: Where) -> np.ndarray:
 def _values(source: CsvFile, column: Any, where: Where) -> np.ndarray:
     """Values as pyarrow parsed them (nulls: missing) unless one is NaN without being a null (a
     spelling only the text rules judge) or infinite (an error quoting its text)."""
-    if column.type == "double":
+    if pa.types.is_float64(column.type):
         values = np.asarray(column.to_numpy(), dtype=np.float64)  # nulls read as NaN
         finite = np.isfinite(values)
         if finite.all() or (
