@@ -2,59 +2,51 @@
 ``timestamp`` (epoch seconds, integer or float, or an Arrow timestamp), ``series`` (string or
 dictionary-encoded), ``value`` (float), optional ``kind``, ``unit`` and label columns.
 
-Files are read one record batch at a time (bounded memory); each batch is converted by
-pyarrow.compute and numpy, its rows grouped by series id through dictionary encoding, with no
-Python loop per row. Rows in error messages are 1-based data rows: ``file: row N: field``.
+Files are read one record batch at a time; each batch is checked and converted by
+pyarrow.compute and numpy, and the rows are grouped by series id by ``series_rows`` (the routine
+the CSV reader uses too), with no Python loop per row. Rows in error messages are 1-based data
+rows: ``file: row N: field``.
 
 Design: docs/design/profiles_series_files.md
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from regbot.atomic import write_atomic
 from regbot.errors import InputError
 from regbot.profiles.model import Series
-from regbot.profiles.series_parts import LONG_COLUMNS, OPTIONAL_COLUMNS, SeriesPart, label_columns
+from regbot.profiles.series_parts import LONG_COLUMNS, SeriesPart, label_columns
+from regbot.profiles.series_rows import (
+    LongBatch,
+    SharedDictionaries,
+    first_missing_id,
+    group_long_rows,
+)
 
 _REQUIRED = LONG_COLUMNS
-_OPTIONAL = OPTIONAL_COLUMNS
 _BATCH_ROWS = 65_536
 _SECONDS_PER_UNIT = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _ARROW_ERRORS = (pa.ArrowException, OSError)
 
 
-def _where(path: Path, row: int, field_name: str | None = None) -> str:
-    """``file: row N[: field]`` for the 0-based data row ``row``."""
-    return f"{path}: row {row + 1}" + (f": {field_name}" if field_name else "")
-
-
-@dataclass(slots=True)
-class _Gathered:
-    """One series' points and per-series fields, as met so far in one file."""
-
-    first_row: int
-    times: list[np.ndarray] = field(default_factory=list)
-    values: list[np.ndarray] = field(default_factory=list)
-    fields: dict[str, str] = field(default_factory=dict)  # kind, unit and labels given
-    varied: set[str] = field(default_factory=set)  # labels whose rows disagree
+def _where(path: Path, row: int, field_name: str | None = None, first: int = 0) -> str:
+    """``file: row N[: field]`` for the 0-based data row ``first + row``."""
+    return f"{path}: row {first + row + 1}" + (f": {field_name}" if field_name else "")
 
 
 def read_arrow_parts(path: Path, rows: tuple[int, int] | None = None) -> list[SeriesPart]:
     """Every series part in one ``.parquet`` or ``.arrow`` (IPC file or stream) file, or in its
     data rows ``[start, stop)`` (0-based; only the row groups or record batches holding them are
-    read)."""
+    read, and rows in messages are still the file's)."""
     path = Path(path)
     schema, batches = _open(path, rows)
     names: list[str] = list(schema.names)
@@ -70,33 +62,42 @@ def read_arrow_parts(path: Path, rows: tuple[int, int] | None = None) -> list[Se
             raise InputError(f"{path}: {name}", "each column once", f"{names.count(name)} times")
     _check_types(path, schema)
     text_names = [n for n in names if n not in _REQUIRED]
+    first = rows[0] if rows is not None else 0
+    return group_long_rows(
+        _long_batches(path, _sliced(batches, rows), text_names),
+        functools.partial(_where, path, first=first),
+    )
 
-    gathered: dict[str, _Gathered] = {}
+
+def _sliced(
+    batches: Iterable[tuple[int, Any]], rows: tuple[int, int] | None
+) -> Iterator[tuple[int, Any]]:
+    """The numbered batches cut to ``rows`` (all of them without)."""
     for offset, batch in batches:
-        if rows is not None:
-            low, high = max(rows[0] - offset, 0), min(rows[1] - offset, batch.num_rows)
-            if high <= low:
-                continue
-            batch, offset = batch.slice(low, high - low), offset + low
-        if batch.num_rows:
-            _read_batch(path, batch, offset, text_names, gathered)
+        if rows is None:
+            yield offset, batch
+            continue
+        low, high = max(rows[0] - offset, 0), min(rows[1] - offset, batch.num_rows)
+        if high > low:
+            yield offset + low, batch.slice(low, high - low)
 
-    parts = []
-    for series_id, got in gathered.items():
-        labels = {k: v for k, v in got.fields.items() if k not in _OPTIONAL}
-        parts.append(
-            SeriesPart(
-                series_id,
-                got.fields.get("kind"),
-                got.fields.get("unit"),
-                labels,
-                np.concatenate(got.times),
-                np.concatenate(got.values),
-                functools.partial(_where, path, got.first_row),
-                got.varied,
-            )
-        )
-    return parts
+
+def _long_batches(
+    path: Path, batches: Iterable[tuple[int, Any]], text_names: list[str]
+) -> Iterator[LongBatch]:
+    """Each record batch checked (series ids, then times, then values) and converted; rows in
+    messages are the file's (``offset``: the batch's first row)."""
+    series = SharedDictionaries()
+    for offset, batch in batches:
+        ids, codes = series(batch.column("series"))
+        missing = first_missing_id(ids, codes)
+        if missing is not None:
+            row, found = missing
+            raise InputError(_where(path, offset + row, "series"), "a series id", found)
+        times = _times(path, batch.column("timestamp"), offset)
+        values = _values(path, batch.column("value"), offset)
+        texts = {name: batch.column(name) for name in text_names}
+        yield LongBatch(ids, codes, times, values, texts)
 
 
 def _open(path: Path, rows: tuple[int, int] | None = None) -> tuple[Any, Iterator[Any]]:
@@ -110,7 +111,10 @@ def _open(path: Path, rows: tuple[int, int] | None = None) -> tuple[Any, Iterato
     source: Iterable[tuple[int, Any]]
     try:
         if path.name.lower().endswith(".parquet"):
-            schema, source = _parquet_batches(pq.ParquetFile(path), rows)
+            schema = pq.ParquetFile(path).schema_arrow
+            texts = [n for n in schema.names if n not in ("timestamp", "value")]
+            parquet = pq.ParquetFile(path, read_dictionary=texts)  # no string per row
+            source = _parquet_batches(parquet, rows)
         else:
             source, schema = _open_ipc(path)
     except _ARROW_ERRORS as error:
@@ -118,25 +122,20 @@ def _open(path: Path, rows: tuple[int, int] | None = None) -> tuple[Any, Iterato
     return schema, _guarded(path, expected, source)
 
 
-def _parquet_batches(
-    parquet: Any, rows: tuple[int, int] | None
-) -> tuple[Any, Iterator[tuple[int, Any]]]:
+def _parquet_batches(parquet: Any, rows: tuple[int, int] | None) -> Iterator[tuple[int, Any]]:
+    """``(first row, batch)`` of the row groups that may hold ``rows`` (all without)."""
     metadata = parquet.metadata
     sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
     firsts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
     groups = list(range(len(sizes)))
     if rows is not None:
         groups = [g for g in groups if firsts[g] < rows[1] and firsts[g + 1] > rows[0]]
-
-    def batches() -> Iterator[tuple[int, Any]]:
-        if not groups:
-            return
-        offset = int(firsts[groups[0]])
-        for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=groups):
-            yield offset, batch
-            offset += batch.num_rows
-
-    return parquet.schema_arrow, batches()
+    if not groups:
+        return
+    offset = int(firsts[groups[0]])
+    for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=groups):
+        yield offset, batch
+        offset += batch.num_rows
 
 
 def _open_ipc(path: Path) -> tuple[Iterable[tuple[int, Any]], Any]:
@@ -195,90 +194,8 @@ def _check_types(path: Path, schema: Any) -> None:
             raise InputError(f"{path}: {name}", expected, str(kind))
 
 
-def _read_batch(
-    path: Path, batch: Any, offset: int, text_names: list[str], gathered: dict[str, _Gathered]
-) -> None:
-    ids, codes = _dictionary(batch.column("series"))
-    if (codes < 0).any():
-        row = offset + int(np.flatnonzero(codes < 0)[0])
-        raise InputError(_where(path, row, "series"), "a series id", "null")
-    if "" in ids:
-        row = offset + int(np.flatnonzero(codes == ids.index(""))[0])
-        raise InputError(_where(path, row, "series"), "a series id", "")
-    times = _times(path, batch.column("timestamp"), offset)
-    values = _values(path, batch.column("value"), offset)
-
-    starts = np.full(len(ids), codes.size, dtype=np.intp)
-    np.minimum.at(starts, codes, np.arange(codes.size))
-    order = np.argsort(codes, kind="stable")
-    bounds = np.cumsum(np.bincount(codes, minlength=len(ids)))[:-1]
-    entries: list[_Gathered | None] = []
-    for code, rows_of in enumerate(np.split(order, bounds)):
-        if not rows_of.size:  # a dictionary entry no row uses
-            entries.append(None)
-            continue
-        got = gathered.get(ids[code])
-        if got is None:
-            got = gathered[ids[code]] = _Gathered(offset + int(starts[code]))
-        got.times.append(times[rows_of])
-        got.values.append(values[rows_of])
-        entries.append(got)
-
-    for name in text_names:
-        column = batch.column(name)
-        if pa.types.is_null(column.type):
-            continue
-        texts, text_codes = _dictionary(column)
-        present = text_codes >= 0
-        if texts:  # empty text means "not given", as an empty CSV cell
-            present &= np.asarray([t != "" for t in texts])[np.maximum(text_codes, 0)]
-        pairs = np.unique(codes[present] * len(texts) + text_codes[present])
-        for pair in pairs.tolist():
-            code, text = divmod(pair, len(texts))
-            _give(path, entries[code], name, texts[text], codes, text_codes, offset, code, text)
-
-
-def _give(
-    path: Path,
-    got: _Gathered | None,
-    name: str,
-    text: str,
-    codes: np.ndarray,
-    text_codes: np.ndarray,
-    offset: int,
-    code: int,
-    text_code: int,
-) -> None:
-    """Record ``text`` as the ``name`` of a series: kind and unit must agree (else InputError at
-    the first disagreeing row); a label that disagrees is marked varied."""
-    assert got is not None
-    chosen = got.fields.setdefault(name, text)
-    if chosen == text or name in got.varied:
-        return
-    if name not in _OPTIONAL:
-        got.varied.add(name)
-        return
-    row = offset + int(np.flatnonzero((codes == code) & (text_codes == text_code))[0])
-    raise InputError(
-        _where(path, row, name), f"{name} {chosen!r} as on earlier rows of this series", text
-    )
-
-
 def _first_null(column: Any) -> int:
     return int(np.flatnonzero(np.asarray(column.is_null(), dtype=bool))[0])
-
-
-def _dictionary(column: Any) -> tuple[list[str], np.ndarray]:
-    """The distinct texts of a string column and each row's index into them (-1 for null, also
-    for a null entry of a dictionary)."""
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    entries: list[str | None] = column.dictionary.to_pylist()
-    indices = np.asarray(column.indices.fill_null(-1).to_numpy(), dtype=np.int64)
-    if None in entries:
-        null_entry = np.asarray([entry is None for entry in entries] + [True])
-        indices = np.where(null_entry[indices], -1, indices)  # index -1 reads the last, True
-    return ["" if entry is None else entry for entry in entries], indices
 
 
 def _times(path: Path, column: Any, offset: int) -> np.ndarray:

@@ -1,258 +1,108 @@
 """Long-format CSV series files (SPEC §2): ``timestamp,series,value[,kind][,unit][,label…]``.
 
-Reading is vectorised: a 1,000,000-row CSV is split into columns, converted by numpy and grouped
-with one ``np.unique``; line numbers for error messages are found by re-reading, on the error
-path only. Writing is one pass, floats as ``repr``.
+Reading: pyarrow's multi-threaded CSV reader gives the cells as columns (``series_csv_table``);
+timestamps and values it parsed as float64 are used when nothing in them needs a second look,
+else their texts go through the exact rules of ``series_csv_cells``; the rows are grouped into one
+part per series by ``series_rows`` (the routine the Parquet reader uses too). No Python loop per
+row; line numbers for error messages are found by re-reading, on the error path only. Writing is
+one pass, floats as ``repr``.
 
 Design: docs/design/profiles_series_files.md
 """
 
 from __future__ import annotations
 
-import csv
-import functools
-import gc
-import io
-import itertools
-import operator
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
+import pyarrow as pa
 
 from regbot.errors import InputError
 from regbot.profiles.model import Series
+from regbot.profiles.series_csv_cells import CsvLines, times_from_texts, values_from_texts
+from regbot.profiles.series_csv_table import CsvFile
 from regbot.profiles.series_parts import (
     LONG_COLUMNS,
-    OPTIONAL_COLUMNS,
     SeriesPart,
     label_columns,
-    read_series_text,
     write_series_text,
 )
-from regbot.timefmt import parse_time
+from regbot.profiles.series_rows import (
+    LongBatch,
+    SharedDictionaries,
+    Where,
+    first_missing_id,
+    group_long_rows,
+)
 
 _REQUIRED = LONG_COLUMNS
-_OPTIONAL = OPTIONAL_COLUMNS
-_MISSING_TEXT = frozenset({"", "nan", "null", "none", "na", "n/a"})
-Columns = Sequence[str]
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cycle collector while millions of cell strings are made: they form no cycles,
-    and collections triggered by the allocations would double the reading time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def read_csv_parts(path: Path) -> list[SeriesPart]:
-    with _gc_paused():
-        return _read_csv_text(path, read_series_text(path))
-
-
-def _read_csv_text(path: Path, text: str) -> list[SeriesPart]:
-    where = _CsvWhere(path, text)
-    names, columns_list, count = _csv_table(path, text, where)
-    if not count:
+    """Every series part in one ``.csv`` or ``.csv.gz`` file. Checks run in this order, each
+    over the whole file: header, fields per row, series ids, timestamps, values, then kind, unit
+    (and labels, which never fail: a label whose rows disagree is dropped)."""
+    path = Path(path)
+    source = CsvFile(path)
+    table = source.table()
+    if not table.num_rows:
         return []
-    columns = dict(zip(names, columns_list))
-    ids_col = columns["series"]
-
-    # Group rows by id: `first[i]` is the row where row i's id first appears.
-    first_row: dict[str, int] = {}
-    first = np.fromiter(map(first_row.setdefault, ids_col, itertools.count()), np.intp, count)
-    starts, codes = np.unique(first, return_inverse=True)
-    ids = [ids_col[i] for i in starts.tolist()]
-    if "" in first_row:
-        raise InputError(where(first_row[""], "series"), "a series id", "")
-
-    times = _csv_times(columns["timestamp"], where)
-    values = _csv_values(columns["value"], where)
-    kinds = _csv_per_series(columns.get("kind"), codes, len(ids), where, "kind")
-    units = _csv_per_series(columns.get("unit"), codes, len(ids), where, "unit")
-    label_names = [n for n in names if n not in _REQUIRED and n not in _OPTIONAL]
-    labels: list[dict[str, str]] = [{} for _ in ids]
-    varied: list[set[str]] = [set() for _ in ids]
-    for name in label_names:
-        for code, cell in enumerate(_csv_per_series(columns[name], codes, len(ids), where, None)):
-            if cell is _VARIED:
-                varied[code].add(name)
-            elif cell is not None:
-                labels[code][name] = cell
-
-    order = np.argsort(codes, kind="stable")
-    bounds = np.cumsum(np.bincount(codes, minlength=len(ids)))[:-1]
-    parts = []
-    for code, rows_of in enumerate(np.split(order, bounds)):
-        row = int(starts[code])
-        parts.append(
-            SeriesPart(
-                ids[code],
-                kinds[code],
-                units[code],
-                labels[code],
-                times[rows_of],
-                values[rows_of],
-                functools.partial(where, row),
-                varied[code],
-            )
-        )
-    return parts
+    where = CsvLines(path)
+    batches = table.unify_dictionaries().to_batches()  # one dictionary per column, not per block
+    series = SharedDictionaries()
+    ids = [series(batch.column("series")) for batch in batches]
+    offset = 0
+    for entries, codes in ids:
+        missing = first_missing_id(entries, codes)
+        if missing is not None:
+            raise InputError(where(offset + missing[0], "series"), "a series id", "")
+        offset += codes.size
+    times = _times(source, table.column("timestamp"), where)
+    values = _values(source, table.column("value"), where)
+    texts = [name for name in source.names if name not in _REQUIRED]
+    return group_long_rows(_long_batches(batches, ids, times, values, texts), where)
 
 
-def _csv_table(path: Path, text: str, where: _CsvWhere) -> tuple[list[str], list[Columns], int]:
-    """Header names, one sequence of cell texts per column, and the number of data rows.
-
-    Blank lines are skipped. A file without quotes or lone carriage returns whose lines all have
-    the header's number of fields is split with ``str.split`` (the same result as the csv
-    module, several times faster); any other file goes through the csv module.
-    """
-    plain = text.replace("\r\n", "\n") if "\r" in text else text
-    if '"' not in plain and "\r" not in plain:
-        lines = plain.split("\n")
-        names = _csv_header(path, lines[0].split(",") if lines else None)
-        body = list(filter(None, lines[1:]))
-        if set(map(operator.methodcaller("count", ","), body)) <= {len(names) - 1}:
-            cells = ",".join(body).split(",") if body else []
-            return names, [cells[i :: len(names)] for i in range(len(names))], len(body)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader, None)
-        names = _csv_header(path, header)
-        rows = list(filter(None, reader))
-    except csv.Error as error:
-        raise InputError(f"{path}:{reader.line_num}", "well-formed CSV", str(error)) from None
-    if set(map(len, rows)) - {len(names)}:
-        bad = next(i for i, row in enumerate(rows) if len(row) != len(names))
-        raise InputError(where(bad), f"{len(names)} fields as in the header", len(rows[bad]))
-    return names, list(zip(*rows)) if rows else [() for _ in names], len(rows)
+def _long_batches(
+    batches: list[Any],
+    ids: list[tuple[list[str | None], np.ndarray]],
+    times: np.ndarray,
+    values: np.ndarray,
+    texts: list[str],
+) -> Iterator[LongBatch]:
+    offset = 0
+    for batch, (entries, codes) in zip(batches, ids):
+        rows = slice(offset, offset + batch.num_rows)
+        columns = {name: batch.column(name) for name in texts}
+        yield LongBatch(entries, codes, times[rows], values[rows], columns)
+        offset += batch.num_rows
 
 
-def _csv_header(path: Path, header: list[str] | None) -> list[str]:
-    expected = "a header row with columns timestamp, series, value (any order)"
-    if header is None:
-        raise InputError(f"{path}:1", expected, "an empty file")
-    names = [name.strip() for name in header]
-    missing = [name for name in _REQUIRED if name not in names]
-    if missing:
-        raise InputError(f"{path}:1", f"{expected}; missing {', '.join(missing)}", ",".join(header))
-    for position, name in enumerate(names, 1):
-        if not name:
-            raise InputError(f"{path}:1: column {position}", "a column name", "")
-        if names.count(name) > 1:
-            raise InputError(f"{path}:1: {name}", "each column once", f"{names.count(name)} times")
-    return names
+def _times(source: CsvFile, column: Any, where: Where) -> np.ndarray:
+    """Timestamps as pyarrow parsed them when all are there and finite, else by the text rules."""
+    if pa.types.is_float64(column.type):
+        times = np.asarray(column.to_numpy(), dtype=np.float64)
+        if not column.null_count and np.isfinite(times).all():
+            return times
+        column = source.texts("timestamp")
+    return times_from_texts(column, where)
 
 
-class _CsvWhere:
-    """``file:line`` (or ``file:line: field``) of the i-th data row; lines are found by re-reading
-    the text, which only an error needs (blank lines and quoted newlines make them uneven)."""
-
-    def __init__(self, path: Path, text: str) -> None:
-        self.path = path
-        self.text = text
-
-    def __call__(self, row: int, field_name: str | None = None) -> str:
-        reader = csv.reader(io.StringIO(self.text, newline=""))
-        next(reader, None)
-        data_rows = (reader.line_num for r in reader if r)
-        line = next(itertools.islice(data_rows, row, None), "?")
-        suffix = f": {field_name}" if field_name else ""
-        return f"{self.path}:{line}{suffix}"
-
-
-def _csv_times(column: Columns, where: _CsvWhere) -> np.ndarray:
-    try:
-        times = np.array(column, dtype=np.float64)
-    except ValueError:  # ISO 8601 text; parse each distinct text once
-        parsed: dict[str, float] = {}
-        for text in dict.fromkeys(column):
-            try:
-                parsed[text] = parse_time(text, "timestamp")
-            except InputError:
-                row = column.index(text)
-                raise InputError(
-                    where(row, "timestamp"), "a time (epoch seconds or ISO 8601)", text
-                ) from None
-        times = np.fromiter(map(parsed.__getitem__, column), np.float64, len(column))
-    if not np.isfinite(times).all():
-        row = int(np.flatnonzero(~np.isfinite(times))[0])
-        raise InputError(where(row, "timestamp"), "a finite time", column[row])
-    return times
-
-
-def _cell_value(text: str) -> float:
-    if text.strip().lower() in _MISSING_TEXT:
-        return float("nan")
-    return float(text)
-
-
-def _csv_values(column: Columns, where: _CsvWhere) -> np.ndarray:
-    try:
-        values = np.array(column, dtype=np.float64)
-    except ValueError:
-        values = _csv_values_slowly(column, where)
-    if np.isinf(values).any():
-        row = int(np.flatnonzero(np.isinf(values))[0])
-        raise InputError(where(row, "value"), "a finite number", column[row])
-    return values
-
-
-def _csv_values_slowly(column: Columns, where: _CsvWhere) -> np.ndarray:
-    """Values of a column with missing cells: empty cells (the usual case) become NaN in one
-    pass; other spellings of "missing" (``null``, ``NA``...) and errors are handled cell by cell."""
-    try:
-        return np.array([text or "nan" for text in column], dtype=np.float64)
-    except ValueError:
-        values = np.empty(len(column))
-        for row, text in enumerate(column):
-            try:
-                values[row] = _cell_value(text)
-            except ValueError:
-                raise InputError(where(row, "value"), "a number (or an empty cell)", text) from None
-        return values
-
-
-_VARIED = "\0varied"  # sentinel: the rows of one series give different values
-
-
-def _csv_per_series(
-    column: Columns | None,
-    codes: np.ndarray,
-    count: int,
-    where: _CsvWhere,
-    strict: str | None,
-) -> list[str | None]:
-    """One value per series from a per-row column; empty cells are "not given". When the rows of
-    a series disagree: InputError at the row if ``strict`` (the field name), else ``_VARIED``."""
-    chosen: list[str | None] = [None] * count
-    if column is None:
-        return chosen
-    for code, text in dict.fromkeys(zip(codes.tolist(), column)):
-        if not text or chosen[code] == text or chosen[code] is _VARIED:
-            continue
-        if chosen[code] is None:
-            chosen[code] = text
-        elif strict is None:
-            chosen[code] = _VARIED
-        else:
-            row = next(
-                i for i, (c, t) in enumerate(zip(codes.tolist(), column)) if c == code and t == text
-            )
-            raise InputError(
-                where(row, strict),
-                f"{strict} {chosen[code]!r} as on earlier rows of this series",
-                text,
-            )
-    return chosen
+def _values(source: CsvFile, column: Any, where: Where) -> np.ndarray:
+    """Values as pyarrow parsed them (nulls: missing) unless one is NaN without being a null (a
+    spelling only the text rules judge) or infinite (an error quoting its text)."""
+    if pa.types.is_float64(column.type):
+        values = np.asarray(column.to_numpy(), dtype=np.float64)  # nulls read as NaN
+        finite = np.isfinite(values)
+        if finite.all() or (
+            int(finite.size - np.count_nonzero(finite)) == column.null_count
+            and not np.isinf(values).any()
+        ):
+            return values
+        column = source.texts("value")
+    return values_from_texts(column, where)
 
 
 def write_series_csv(series: Iterable[Series], path: Path) -> None:

@@ -17,7 +17,7 @@ from regbot.errors import InputError
 from regbot.profiles.model import Series
 from regbot.profiles.series_csv import read_csv_parts
 from regbot.profiles.series_jsonl import read_jsonl_parts
-from regbot.profiles.series_parts import SeriesPart
+from regbot.profiles.series_parts import SeriesPart, gc_paused
 
 SUFFIXES = (".csv", ".jsonl", ".csv.gz", ".jsonl.gz", ".parquet", ".arrow")
 
@@ -69,16 +69,18 @@ def normalise_points(
 
 def read_series_file(path: Path) -> list[Series]:
     """Every series in one series file (rules: docs/design/profiles_series_files.md)."""
-    return merge_parts(_read_parts(Path(path)))
+    with gc_paused():
+        return merge_parts(_read_parts(Path(path)))
 
 
 def read_series_files(paths: Iterable[Path]) -> list[Series]:
     """Every series in the given files and folders (folders: their series files, recursively,
     in name order), one series per id across all of them."""
     parts: list[SeriesPart] = []
-    for path in find_series_files(paths):
-        parts.extend(_read_parts(path))
-    return merge_parts(parts)
+    with gc_paused():
+        for path in find_series_files(paths):
+            parts.extend(_read_parts(path))
+        return merge_parts(parts)
 
 
 def find_series_files(paths: Iterable[Path]) -> list[Path]:
@@ -133,8 +135,8 @@ def merge_parts(parts: list[SeriesPart]) -> list[Series]:
         for name in varied:
             labels.pop(name, None)
         times, values = normalise_points(
-            np.concatenate([p.times for p in group]),
-            np.concatenate([p.values for p in group]),
+            _joined([p.times for p in group]),
+            _joined([p.values for p in group]),
             where=f"series {series_id!r}",
         )
         known = axes.setdefault(hash(times.tobytes()), times)
@@ -144,6 +146,11 @@ def merge_parts(parts: list[SeriesPart]) -> list[Series]:
             Series(series_id, kind or default_kind(series_id), times, values, unit, labels)
         )
     return series
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    """The arrays end to end (one alone as it is: ``normalise_points`` copies what it returns)."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
 def _agreed(group: list[SeriesPart], name: str) -> str | None:

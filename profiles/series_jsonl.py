@@ -1,5 +1,9 @@
 """JSON Lines series files (SPEC §2): one series per line, ``{"id", "kind", "timestamps",
-"values", "labels", "unit"}``; other keys are ignored. One ``json.loads`` per line.
+"values", "labels", "unit"}``; other keys are ignored.
+
+A file is read by pyarrow's multi-threaded JSON reader when ``series_jsonl_arrow`` can vouch for
+the result; otherwise (and for every file with an error) line by line, one ``json.loads`` per line,
+which is the rule and names the line of an error.
 
 Design: docs/design/profiles_series_files.md
 """
@@ -15,15 +19,26 @@ import numpy as np
 
 from regbot.errors import InputError
 from regbot.profiles.model import Series
-from regbot.profiles.series_parts import SeriesPart, read_series_text, write_series_text
+from regbot.profiles.series_jsonl_arrow import read_jsonl_arrow
+from regbot.profiles.series_parts import (
+    SeriesPart,
+    decode_series_bytes,
+    read_series_bytes,
+    write_series_text,
+)
 from regbot.timefmt import parse_time
 
 _JSONL_NUMBER = frozenset({int, float})
 
 
 def read_jsonl_parts(path: Path) -> list[SeriesPart]:
+    """Every series part in one ``.jsonl`` or ``.jsonl.gz`` file, one per non-blank line."""
+    data = read_series_bytes(path)
+    parts = read_jsonl_arrow(path, data)
+    if parts is not None:
+        return parts
     # Split on "\n" only: JSON text may hold U+2028 and other characters splitlines() breaks on.
-    lines = read_series_text(path).split("\n")
+    lines = decode_series_bytes(path, data).split("\n")
     return [_jsonl_part(f"{path}:{n}", line) for n, line in enumerate(lines, 1) if line.strip()]
 
 
