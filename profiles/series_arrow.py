@@ -12,6 +12,7 @@ Design: docs/design/profiles_series_files.md
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
