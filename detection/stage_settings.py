@@ -159,7 +159,7 @@ class DetectionSettings:
     seasonality: SeasonalitySettings = SeasonalitySettings()
     long_term: LongTermSettings = LongTermSettings()
     fleet_load: FleetLoadSettings = FleetLoadSettings()
-    partition_series: PositiveCount = 20_000
+    partition_series: PositiveCount = 10_000
     higher_is_better: Annotated[frozenset[str], NOT_IN_CONFIG] = frozenset({"throughput", "qps"})
     workers: Annotated[int, NOT_IN_CONFIG] = 0  # processes for the filters; 0 = one per core
 

@@ -47,7 +47,9 @@ def fleet_report(
     done = progress.stage(f"detecting ({executor.name})", len(partitions))
     result = detect_fleet(partitions, survey, settings, now_s, executor, done)
     index = open_profile_index(config.sources.profiles)
-    if survey.streamed:
+    if survey.streamed and not result.reported:
+        series = []  # nothing to deduplicate: no need to read the fleet again
+    elif survey.streamed:
         wanted = dedup_series_needed(result.reported, survey.ids, index, result.windows, config)
         done = progress.stage("gathering series for dedup", len(partitions))
         series = gather_series(partitions, wanted, executor, done)
