@@ -179,9 +179,11 @@ def _already_normal(
             rows = np.flatnonzero(normal)
             if axis is None and rows.size:
                 axis = times[rows[0]].copy()
-            shared = (times == axis).all(axis=1) if axis is not None else normal & False
+            if axis is None:
+                continue
+            shared = np.asarray((times == axis).all(axis=1), dtype=bool)
             for row in rows.tolist():
-                row_times = axis if shared[row] else times[row]
+                row_times: np.ndarray = axis if shared[row] else times[row]
                 ready[chunk[row][0]] = (row_times, values[row])
     return ready
 

@@ -81,15 +81,25 @@ def wait_scale(variable: str, environ: Mapping[str, str] = os.environ) -> float:
     return scale
 
 
-class _Retry(Retry):
-    """urllib3's ``Retry`` that never retries a timeout, caps ``Retry-After`` and scales it."""
+class ScaledRetry(Retry):
+    """urllib3's ``Retry`` that never retries a timeout (the client's own), caps a
+    ``Retry-After`` wait at ``max_retry_after_s`` and multiplies it by ``wait_scale``, like the
+    backoff. The HTTP sources' one retry policy (the Prometheus client adds its own answers)."""
 
-    def __init__(self, *args: Any, wait_scale: float = 1.0, **kw: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        wait_scale: float = 1.0,
+        max_retry_after_s: float = MAX_RETRY_AFTER_S,
+        **kw: Any,
+    ) -> None:
         super().__init__(*args, **kw)
         self.wait_scale = wait_scale
+        self.max_retry_after_s = max_retry_after_s
 
     def new(self, **kw: Any) -> Self:
         kw.setdefault("wait_scale", self.wait_scale)
+        kw.setdefault("max_retry_after_s", self.max_retry_after_s)
         return super().new(**kw)
 
     def increment(
@@ -101,7 +111,7 @@ class _Retry(Retry):
         _pool: ConnectionPool | None = None,
         _stacktrace: TracebackType | None = None,
     ) -> Self:
-        if error is not None and _is_timeout(error):
+        if error is not None and is_timeout(error):
             raise error.with_traceback(_stacktrace)
         return super().increment(method, url, response, error, _pool, _stacktrace)
 
@@ -109,11 +119,11 @@ class _Retry(Retry):
         retry_after = self.get_retry_after(response)
         if retry_after is None:
             return False
-        time.sleep(min(retry_after, MAX_RETRY_AFTER_S) * self.wait_scale)
+        time.sleep(min(retry_after, self.max_retry_after_s) * self.wait_scale)
         return True
 
 
-class _QuietRetryWarnings(logging.Filter):
+class QuietRetryWarnings(logging.Filter):
     """Drops urllib3's warning about each retried connection to the hosts listed."""
 
     def __init__(self) -> None:
@@ -125,7 +135,7 @@ class _QuietRetryWarnings(logging.Filter):
         return not (isinstance(marker, dict) and marker.get("host") in self.hosts)
 
 
-_RETRY_WARNINGS = _QuietRetryWarnings()
+_RETRY_WARNINGS = QuietRetryWarnings()
 
 
 def pool_manager(policy: GetPolicy, hosts: set[str]) -> urllib3.PoolManager:
@@ -133,7 +143,7 @@ def pool_manager(policy: GetPolicy, hosts: set[str]) -> urllib3.PoolManager:
     ``policy``; urllib3's retry warnings for ``hosts`` are silenced."""
     _RETRY_WARNINGS.hosts.update(hosts)
     logging.getLogger("urllib3.connectionpool").addFilter(_RETRY_WARNINGS)
-    retry = _Retry(
+    retry = ScaledRetry(
         total=policy.retries,
         connect=policy.retries,
         read=policy.retries,
@@ -168,7 +178,7 @@ def get(pool: urllib3.PoolManager, url: str, policy: GetPolicy, where: str) -> b
         expected = f"a complete answer from the {policy.server}{tries}"
         raise InputError(where, expected, _reason(reason)) from None
     except HTTPError as error:
-        if _is_timeout(error):
+        if is_timeout(error):
             expected = f"an answer within {policy.read_timeout_s:g} s ({policy.timeout_hint})"
             if isinstance(error, ConnectTimeoutError):
                 expected = f"a connection within {policy.connect_timeout_s:g} s"
@@ -200,7 +210,7 @@ def _read_body(response: BaseHTTPResponse, where: str, policy: GetPolicy) -> byt
                 raise InputError(where, f"an answer of at most {MAX_BODY_BYTES >> 20} MiB")
             chunks.append(chunk)
     except HTTPError as error:
-        if _is_timeout(error):
+        if is_timeout(error):
             expected = f"an answer within {policy.read_timeout_s:g} s ({policy.timeout_hint})"
             raise InputError(where, expected) from None
         raise InputError(
@@ -209,7 +219,7 @@ def _read_body(response: BaseHTTPResponse, where: str, policy: GetPolicy) -> byt
     return b"".join(chunks)
 
 
-def _is_timeout(error: BaseException) -> bool:
+def is_timeout(error: BaseException) -> bool:
     """A read or connect timeout (a refused connection is a ``NewConnectionError``, which
     urllib3 makes a ``ConnectTimeoutError`` too, but it is no timeout)."""
     return isinstance(error, ReadTimeoutError | ConnectTimeoutError) and not isinstance(

@@ -29,32 +29,30 @@ import json
 import logging
 import math
 import os
-import time
 import urllib.parse
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 import urllib3
 from urllib3.connectionpool import ConnectionPool
 from urllib3.exceptions import (
-    ConnectTimeoutError,
     HTTPError,
     MaxRetryError,
     NewConnectionError,
-    ReadTimeoutError,
     ResponseError,
 )
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from regbot import __version__
+from regbot.bot.sources.http_get import QuietRetryWarnings, ScaledRetry, is_timeout
 from regbot.errors import InputError
 
 RETRIES = 2  # three attempts at most
 BACKOFF_FACTOR_S = 1.0  # urllib3: no wait before the first retry, 2 s before the second
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
-MAX_RETRY_AFTER_S = 60.0  # a longer Retry-After is waited for this long
+
 RETRY_SCALE_ENV = "REGBOT_PROMETHEUS_RETRY_SCALE"
 
 
@@ -72,26 +70,9 @@ def retry_scale(environ: Mapping[str, str] = os.environ) -> float:
     return scale
 
 
-class PrometheusRetry(Retry):
-    """urllib3's ``Retry`` with the Prometheus source's exceptions: a timeout (the client's, or
-    Prometheus' own ``errorType: timeout`` answer) is not tried again, and a ``Retry-After`` wait
-    is capped at ``max_retry_after_s`` and then multiplied by ``wait_scale``, like the backoff."""
-
-    def __init__(
-        self,
-        *args: Any,
-        wait_scale: float = 1.0,
-        max_retry_after_s: float = MAX_RETRY_AFTER_S,
-        **kw: Any,
-    ) -> None:
-        super().__init__(*args, **kw)
-        self.wait_scale = wait_scale
-        self.max_retry_after_s = max_retry_after_s
-
-    def new(self, **kw: Any) -> Self:
-        kw.setdefault("wait_scale", self.wait_scale)
-        kw.setdefault("max_retry_after_s", self.max_retry_after_s)
-        return super().new(**kw)
+class PrometheusRetry(ScaledRetry):
+    """The HTTP sources' retry policy (``ScaledRetry``) with Prometheus' own ``errorType:
+    timeout`` answer also never tried again."""
 
     def increment(
         self,
@@ -102,20 +83,13 @@ class PrometheusRetry(Retry):
         _pool: ConnectionPool | None = None,
         _stacktrace: TracebackType | None = None,
     ) -> Self:
-        if error is not None and _is_timeout(error):
+        if error is not None and is_timeout(error):
             raise error.with_traceback(_stacktrace)
         if response is not None and _error_type(response.data) == "timeout":
             # raise_on_status=False: urllib3 hands this answer back instead of retrying.
             reason = ResponseError("Prometheus' query timed out")
             raise MaxRetryError(_pool, url or "", reason)  # type: ignore[arg-type]  # as urllib3
         return super().increment(method, url, response, error, _pool, _stacktrace)
-
-    def sleep_for_retry(self, response: BaseHTTPResponse) -> bool:
-        retry_after = self.get_retry_after(response)
-        if retry_after is None:
-            return False
-        time.sleep(min(retry_after, self.max_retry_after_s) * self.wait_scale)
-        return True
 
 
 def prometheus_retry(environ: Mapping[str, str] = os.environ) -> PrometheusRetry:
@@ -136,19 +110,7 @@ def prometheus_retry(environ: Mapping[str, str] = os.environ) -> PrometheusRetry
     )
 
 
-class _QuietRetryWarnings(logging.Filter):
-    """Drops urllib3's warning about each retried connection to a Prometheus host."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.hosts: set[str] = set()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        marker = record.__dict__.get("__urllib3-retry-warning")
-        return not (isinstance(marker, dict) and marker.get("host") in self.hosts)
-
-
-_RETRY_WARNINGS = _QuietRetryWarnings()
+_RETRY_WARNINGS = QuietRetryWarnings()
 
 
 def pool_manager(url: str, timeout_s: float, retry: PrometheusRetry) -> urllib3.PoolManager:
@@ -191,21 +153,13 @@ def post_form(
             ) from None
         raise InputError(where, "a complete answer from Prometheus" + tries, repr(reason)) from None
     except HTTPError as error:
-        if _is_timeout(error):
+        if is_timeout(error):
             raise InputError(
                 where, f"an answer within {timeout_s:g} s (sources.prometheus.timeout)"
             ) from None
         raise InputError(where, "a complete answer from Prometheus", repr(error)) from None
     earlier = response.retries.history if response.retries is not None else ()
     return _answer(response.status, response.data, where, len(earlier) + 1)
-
-
-def _is_timeout(error: BaseException) -> bool:
-    """A read or connect timeout (``NewConnectionError`` is a ``ConnectTimeoutError`` to
-    urllib3, but a refused or unresolvable connection is no timeout)."""
-    return isinstance(error, ReadTimeoutError | ConnectTimeoutError) and not isinstance(
-        error, NewConnectionError
-    )
 
 
 def _attempts(retry: Retry) -> int:
