@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,15 @@ def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
     ``path``: readers see the old file or the new one, never half of one, and a failure (an
     exception in ``write``, a full disk) leaves the old file as it was. The new file gets the old
     file's mode, or for a new file what a plain ``open`` would give (0666 less the umask). What
-    ``write`` returns is ignored."""
+    ``write`` returns is ignored. A target that exists and is no regular file (``/dev/null``,
+    ``/dev/stdout``, a FIFO) is written in place: renaming over it would replace the device."""
+    if _special(path):
+        try:
+            with open(path, "wb") as raw:
+                write(raw)
+        except OSError as error:
+            raise InputError(str(path), "a writable file", error.strerror or str(error)) from None
+        return
     try:
         handle, temp_name = tempfile.mkstemp(
             dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
@@ -34,6 +43,15 @@ def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
+
+
+def _special(path: Path) -> bool:
+    """``path`` exists (after symlinks) and is not a regular file (a device, a FIFO...)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def _file_mode(path: Path) -> int:

@@ -4,6 +4,9 @@ either way; NaN refused before anything is written."""
 from __future__ import annotations
 
 import json
+import os
+import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -31,3 +34,16 @@ def test_nan_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         write_json_atomic(tmp_path / "out.json", {"delta": float("nan")})
     assert json.loads((tmp_path / "out.json").read_text()) == {"kept": True}
+
+
+def test_a_fifo_is_written_in_place_not_replaced(tmp_path: Path) -> None:
+    """`-o /dev/null` or a pipe: the special file stays what it was and gets the document."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    write_json_atomic(fifo, {"funnel": {"series": 1}})
+    reader.join(timeout=10)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert json.loads(received[0]) == {"funnel": {"series": 1}}
