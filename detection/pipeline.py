@@ -21,7 +21,7 @@ from regbot.detection.change_test import ChangeTest, change_test
 from regbot.detection.changepoint import CHUNK_ROWS, detect_window_changes
 from regbot.detection.discoveries import discovery_cut
 from regbot.detection.fleet_load import LoadRemoval, remove_fleet_load
-from regbot.detection.long_term import detect_long_term, screen_long_term
+from regbot.detection.long_term import detect_long_term_rows, screen_long_term
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.season_adjust import adjust_for_season
 from regbot.detection.series_batch import SeriesBatch, WindowBounds
@@ -327,21 +327,10 @@ def detect_long_term_batch(
         settings.long_term.edge_share,
         settings=settings.long_term,
     )
-    found = []
-    for row in np.flatnonzero(keep).tolist():
-        if batch.ids[row] in exclude:
-            continue
-        times, values = batch.row(row)
-        candidate = detect_long_term(
-            batch.ids[row],
-            batch.kinds[row],
-            times,
-            values,
-            float(batch.sign[row]),
-            windows,
-            threshold,
-            settings.long_term,
-        )
-        if candidate is not None:
-            found.append(candidate)
-    return found
+    rows = [
+        (batch.ids[row], batch.kinds[row], *batch.row(row), float(batch.sign[row]))
+        for row in np.flatnonzero(keep).tolist()
+        if batch.ids[row] not in exclude
+    ]
+    found = detect_long_term_rows(rows, windows, threshold, settings.long_term)
+    return [candidate for candidate in found if candidate is not None]
