@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from regbot.detection.dedup import DedupResult, deduplicate
 from regbot.detection.dedup_context import DedupContext, StackShare, subroutine_of_series
 from regbot.detection.model import Candidate
 from regbot.detection.series_batch import WindowBounds
@@ -20,6 +19,7 @@ from regbot.profiles.store import open_store
 if TYPE_CHECKING:
     from regbot.bot.config import Config
     from regbot.bot.state import StateStore
+    from regbot.detection.dedup import DedupResult
 
 
 def open_profile_index(paths: Sequence[Path]) -> SampleIndex | None:
@@ -136,6 +136,8 @@ def deduplicate_against_state(
     same-regression merge) and the groups with a member recent enough for PairwiseDedup to join
     (a change at or after ``historical_start_s`` minus ``dedup.pairwise_max_gap``)."""
     since = historical_start_s - config.dedup.pairwise_max_gap_s
+    from regbot.detection.dedup import deduplicate  # scikit-learn: only when dedup runs
+
     return deduplicate(
         candidates,
         context,

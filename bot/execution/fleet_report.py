@@ -19,7 +19,6 @@ from regbot.bot.dedup_context import (
 from regbot.bot.execution.executors import Executor
 from regbot.bot.execution.fleet_detection import PartitionSource, detect_fleet, gather_series
 from regbot.bot.views.progress import RunProgress
-from regbot.detection.dedup import deduplicate
 from regbot.detection.report import build_report
 from regbot.detection.stage_settings import DetectionSettings
 from regbot.profiles.series_partitions import SeriesPartition, SeriesSurvey
@@ -65,6 +64,8 @@ def fleet_report(
         series_ids=survey.ids if survey.streamed else (),
     )
     if state is None:
+        from regbot.detection.dedup import deduplicate  # scikit-learn: only when dedup runs
+
         dedup = deduplicate(result.reported, context, [], [], config.dedup, config.cost_shift)
         return build_report(result, __version__, dedup)
     dedup = deduplicate_against_state(
