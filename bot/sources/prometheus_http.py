@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import urllib.parse
 from collections.abc import Mapping
@@ -46,7 +45,7 @@ from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from regbot import __version__
-from regbot.bot.sources.http_get import QuietRetryWarnings, ScaledRetry, is_timeout
+from regbot.bot.sources.http_get import QuietRetryWarnings, ScaledRetry, is_timeout, wait_scale
 from regbot.errors import InputError
 
 RETRIES = 2  # three attempts at most
@@ -58,16 +57,7 @@ RETRY_SCALE_ENV = "REGBOT_PROMETHEUS_RETRY_SCALE"
 
 def retry_scale(environ: Mapping[str, str] = os.environ) -> float:
     """``$REGBOT_PROMETHEUS_RETRY_SCALE`` as a number (1 when unset or empty)."""
-    text = (environ.get(RETRY_SCALE_ENV) or "").strip()
-    if not text:
-        return 1.0
-    try:
-        scale = float(text)
-    except ValueError:
-        scale = -1.0
-    if not scale >= 0 or scale == math.inf:
-        raise InputError(f"${RETRY_SCALE_ENV}", "a finite number >= 0", text)
-    return scale
+    return wait_scale(RETRY_SCALE_ENV, environ)
 
 
 class PrometheusRetry(ScaledRetry):
