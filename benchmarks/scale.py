@@ -8,7 +8,7 @@ scaling efficiency (speed-up / workers), peak RSS of this process (the parent: i
 candidates, not the fleet), and whether the report equals the in-process one (ids, series,
 change times and funnel). The config is regbot's default except the workload's threshold,
 set to an absolute 1e-6 gCPU so that candidates reach every dedup stage (the default 1e-4
-removes every change of this fleet's small subroutines at the threshold).
+removes every change of this fleet's small subroutines at the threshold; ``--threshold``).
 
     python benchmarks/scale.py [--series 1000000] [--points 1500] [--partition 20000]
                                [--workers 1 2] [--no-local] [--seed 1]
@@ -36,17 +36,19 @@ from regbot.bot.views.progress import RunProgress
 from regbot.datasets.fleet_partitions import simulated_partitions
 
 
-def _config() -> Config:
+def _config(threshold: float = 1e-6) -> Config:
     config = Config()
     default = config.workloads["default"]
-    workloads = {"default": replace(default, threshold=Threshold("absolute", 1e-6))}
+    workloads = {"default": replace(default, threshold=Threshold("absolute", threshold))}
     return replace(config, workloads=workloads)
 
 
-def _run(engine: str, workers: int, parts: list[Any]) -> tuple[float, dict[str, Any]]:
+def _run(
+    engine: str, workers: int, parts: list[Any], threshold: float = 1e-6
+) -> tuple[float, dict[str, Any]]:
     from rich.console import Console
 
-    config = _config()
+    config = _config(threshold)
     settings = config.detection_for(None)
     quiet = RunProgress(Console(stderr=True), quiet=True)
     start = time.perf_counter()
@@ -70,6 +72,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--no-local", action="store_true", help="skip the in-process run")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--threshold", type=float, default=1e-6, help="absolute gCPU threshold (default 1e-6)"
+    )
     args = parser.parse_args()
 
     parts = simulated_partitions(args.series, args.points, args.partition, args.seed)
@@ -88,7 +93,7 @@ def main() -> None:
     reference: str | None = None
     one_worker: float | None = None
     for engine, workers in runs:
-        seconds, report = _run(engine, workers, parts)
+        seconds, report = _run(engine, workers, parts, args.threshold)
         essence = _essence(report)
         reference = reference or essence
         if engine == "dask" and one_worker is None:
