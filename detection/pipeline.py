@@ -35,7 +35,7 @@ from regbot.detection.window_plan import (
     window_search_ranges,
 )
 from regbot.partition_ranges import partition_ranges
-from regbot.profiles.model import Series
+from regbot.profiles.model import Series, last_time_s
 from regbot.report.model import Funnel
 
 
@@ -183,7 +183,7 @@ def run_detection(
     """Detect regressions in ``series`` for the windows ending at ``now_s`` (default: the last
     timestamp in the data); data after ``now_s`` is ignored."""
     if now_s is None:
-        now_s = max((float(s.timestamps_s[-1]) for s in series if len(s.timestamps_s)), default=0.0)
+        now_s = last_time_s(series) or 0.0
     windows = WindowBounds.ending_at(now_s, settings.workload.windows)
     return detect_in_windows(series, settings, windows)
 

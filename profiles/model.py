@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -114,3 +114,9 @@ class Series:
     values: np.ndarray
     unit: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def last_time_s(series: Iterable[Series]) -> float | None:
+    """The latest timestamp of any of ``series`` (None when none has a point): where the data
+    ends, the default end of `regbot detect`'s windows."""
+    return max((float(s.timestamps_s[-1]) for s in series if len(s.timestamps_s)), default=None)

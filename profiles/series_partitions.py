@@ -38,7 +38,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from regbot.partition_ranges import partition_ranges
-from regbot.profiles.model import Series
+from regbot.profiles.model import Series, last_time_s
 from regbot.profiles.series_arrow import read_arrow_parts
 from regbot.profiles.series_files import find_series_files, merge_parts, read_series_files
 
@@ -97,7 +97,7 @@ def plan_series_partitions(
             runs = None
     if runs is None:
         series = read_series_files(files)
-        last = max((float(s.timestamps_s[-1]) for s in series if len(s.timestamps_s)), default=None)
+        last = last_time_s(series)
         ranges = partition_ranges(len(series), size)
         partitions = [SeriesPartition(series=tuple(series[a:b])) for a, b in ranges]
         return partitions, SeriesSurvey([s.id for s in series], last, streamed=False)

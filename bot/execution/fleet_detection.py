@@ -30,7 +30,7 @@ from regbot.detection.pipeline import (
 )
 from regbot.detection.series_batch import WindowBounds
 from regbot.detection.stage_settings import DetectionSettings
-from regbot.profiles.model import Series
+from regbot.profiles.model import Series, last_time_s
 from regbot.profiles.series_partitions import SeriesSurvey
 
 __all__ = [
@@ -66,7 +66,7 @@ class _GatherJob:
 
 def _detect(job: _DetectJob) -> tuple[PartitionFindings, float | None]:
     series = job.partition.load()
-    last = max((float(s.timestamps_s[-1]) for s in series if len(s.timestamps_s)), default=None)
+    last = last_time_s(series)
     return detect_partition(series, job.settings, job.windows), last
 
 
@@ -137,7 +137,7 @@ def gather_series(
 
 def _survey(partition: PartitionSource) -> tuple[list[str], float | None]:
     series = partition.load()
-    last = max((float(s.timestamps_s[-1]) for s in series if len(s.timestamps_s)), default=None)
+    last = last_time_s(series)
     return [s.id for s in series], last
 
 

@@ -73,8 +73,6 @@ class PrometheusRetry(ScaledRetry):
         _pool: ConnectionPool | None = None,
         _stacktrace: TracebackType | None = None,
     ) -> Self:
-        if error is not None and is_timeout(error):
-            raise error.with_traceback(_stacktrace)
         if response is not None and _error_type(response.data) == "timeout":
             # raise_on_status=False: urllib3 hands this answer back instead of retrying.
             reason = ResponseError("Prometheus' query timed out")
