@@ -2,7 +2,8 @@
 (``fft=True``, ``alpha``) computes them — the same FFT, divisions and cumulative sum, so the same
 floats — without its argument handling and the Ljung–Box statistics it adds.
 
-Complexity: O(n log n) (one FFT of the next 5-smooth length ≥ 2n + 1).
+Complexity: O(n log n) (one FFT of the next 5-smooth length ≥ 2n + 1); ``acf_band_rows`` does
+the same for each row of a batch of equal-length series in one call.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ import numpy as np
 
 from regbot.detection.dist import norm_ppf
 
-__all__ = ["acf_band", "next_regular"]
+__all__ = ["acf_band", "acf_band_rows", "next_regular"]
+
+# numpy computes ``a * temporary`` in the temporary's memory from this many bytes on
+# (NPY_MIN_ELIDE_BYTES); tests/detection/test_went_away_batch.py checks both sides of it
+ELIDE_BYTES = 256 * 1024
 
 
 @lru_cache(maxsize=256)
@@ -51,5 +56,32 @@ def acf_band(x: np.ndarray, nlags: int, alpha: float) -> tuple[np.ndarray, np.nd
     varacf[0] = 0
     varacf[1] = 1.0 / nobs
     varacf[2:] *= 1 + 2 * np.cumsum(acf[1:-1] ** 2)
+    interval = norm_ppf(1 - alpha / 2.0) * np.sqrt(varacf)
+    return acf, interval
+
+
+def acf_band_rows(x: np.ndarray, nlags: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """``acf_band`` of each row of ``x`` (rows, n): (rows, nlags + 1) coefficients and
+    half-widths. The same operations along each row (its mean, its FFT, the cumulative sum of
+    its squared coefficients), so each row's numbers are the ones ``acf_band`` gives it."""
+    x = np.asarray(x, dtype=np.float64)
+    nobs = x.shape[1]
+    xo = x - x.mean(axis=1, keepdims=True)
+    d = nobs * np.ones(2 * nobs - 1)
+    n = next_regular(2 * nobs + 1)
+    frf = np.fft.fft(xo, n=n, axis=1)
+    # A complex product's last bits depend on its operands' order, and numpy swaps them when it
+    # reuses a large temporary: ``acf_band``'s ``frf * np.conjugate(frf)`` is computed as
+    # ``conj *= frf`` from ELIDE_BYTES on. Rows that long are multiplied as it writes them.
+    if frf.shape[1] * frf.itemsize < ELIDE_BYTES:
+        power = np.multiply(frf, np.conjugate(frf))
+    else:
+        power = np.stack([row * np.conjugate(row) for row in frf])
+    acov = (np.fft.ifft(power, axis=1)[:, :nobs] / d[nobs - 1 :]).real
+    acf = acov[:, : nlags + 1] / acov[:, :1]
+    varacf = np.ones_like(acf) / nobs
+    varacf[:, 0] = 0
+    varacf[:, 1] = 1.0 / nobs
+    varacf[:, 2:] *= 1 + 2 * np.cumsum(acf[:, 1:-1] ** 2, axis=1)
     interval = norm_ppf(1 - alpha / 2.0) * np.sqrt(varacf)
     return acf, interval

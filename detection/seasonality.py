@@ -13,10 +13,18 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from regbot.detection.acf import acf_band
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.noise_shape import Statistic, level_of, noise_shape
 from regbot.detection.order_stats import median
+from regbot.detection.periods import (
+    MIN_PERIOD_POINTS,
+    PeriodMemo,
+    choose_period,
+    float_or_none,
+    median_spacing_s,
+    regular_grid,
+    remembered_period,
+)
 from regbot.detection.stage_settings import SeasonalitySettings
 from regbot.detection.stages import Stage
 from regbot.detection.stl import stl_batch
@@ -35,119 +43,6 @@ __all__ = [
 
 STAGE = Stage.SEASONALITY
 MAD_NORMAL = 1.4826
-MIN_PERIOD_POINTS = 4
-MAX_GRID_FACTOR = 4
-
-PeriodNumbers = dict[str, object]
-PeriodChoice = tuple[int | None, PeriodNumbers]
-# choose_period's answers for one candidate's pre-change points, by (periods_s, acf_alpha): the
-# went-away and seasonality stages test the same points, so the second asks the first's answer
-PeriodMemo = dict[tuple[tuple[float, ...], float], PeriodChoice]
-
-
-def _median_spacing_s(times_s: np.ndarray) -> float | None:
-    if len(times_s) < 2:
-        return None
-    spacing = median(np.diff(times_s))
-    return spacing if spacing > 0 and math.isfinite(spacing) else None
-
-
-def _regular_grid(times_s: np.ndarray, spacing_s: float) -> np.ndarray | None:
-    """Timestamps ``t0, t0 + spacing, ...`` up to the last timestamp; None if too many."""
-    count = int(math.floor((times_s[-1] - times_s[0]) / spacing_s + 1e-9)) + 1
-    if count > MAX_GRID_FACTOR * len(times_s):
-        return None
-    grid: npt.NDArray[np.float64] = times_s[0] + spacing_s * np.arange(count)
-    return grid
-
-
-def _float_or_none(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
-def choose_period(
-    times_s: np.ndarray, values: np.ndarray, periods_s: tuple[float, ...], acf_alpha: float
-) -> tuple[int | None, PeriodNumbers]:
-    """The seasonal period in points with the largest significant ACF, or None.
-
-    ``times_s``/``values`` are the points to test (ascending times). Returns the period (in
-    points of the median spacing) and the numbers compared: ``spacing_s``, the periods tried with
-    their ``acf_tried``/``acf_bound_tried`` (None where a period was unusable: under
-    ``MIN_PERIOD_POINTS`` points or fewer than two full periods), and for the chosen period
-    ``period_s``, ``period_points``, ``acf``, ``acf_bound`` (all None when none is significant).
-    """
-    numbers: PeriodNumbers = {
-        "spacing_s": None,
-        "periods_tried_s": [float(p) for p in periods_s],
-        "acf_tried": [None] * len(periods_s),
-        "acf_bound_tried": [None] * len(periods_s),
-        "period_s": None,
-        "period_points": None,
-        "acf": None,
-        "acf_bound": None,
-    }
-    times_s = np.asarray(times_s, dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64)
-    spacing = _median_spacing_s(times_s)
-    if spacing is None:
-        return None, numbers
-    numbers["spacing_s"] = spacing
-    grid = _regular_grid(times_s, spacing)
-    if grid is None:
-        return None, numbers
-    lags = [int(round(p / spacing)) for p in periods_s]
-    usable = [lag >= MIN_PERIOD_POINTS and len(grid) >= 2 * lag for lag in lags]
-    gridded = np.interp(grid, times_s, values)
-    if not any(usable) or not np.ptp(gridded) > 0:
-        return None, numbers
-    nlags = max(lag for lag, ok in zip(lags, usable) if ok)
-    coefficients, interval = acf_band(gridded, nlags, acf_alpha)
-    best: tuple[float, int] | None = None
-    acf_tried: list[float | None] = []
-    bound_tried: list[float | None] = []
-    for i, (lag, ok) in enumerate(zip(lags, usable)):
-        if not ok:
-            acf_tried.append(None)
-            bound_tried.append(None)
-            continue
-        value = float(coefficients[lag])
-        # statsmodels' band is [acf - interval, acf + interval]; the bound is acf minus its
-        # lower edge, as before
-        bound = float(coefficients[lag] - (coefficients[lag] - interval[lag]))
-        acf_tried.append(_float_or_none(value))
-        bound_tried.append(_float_or_none(bound))
-        if value > 0 and value > bound and (best is None or value > best[0]):
-            best = (value, i)
-    numbers["acf_tried"] = acf_tried
-    numbers["acf_bound_tried"] = bound_tried
-    if best is None:
-        return None, numbers
-    i = best[1]
-    numbers.update(
-        period_s=float(periods_s[i]),
-        period_points=lags[i],
-        acf=acf_tried[i],
-        acf_bound=bound_tried[i],
-    )
-    return lags[i], numbers
-
-
-def remembered_period(
-    times_s: np.ndarray,
-    values: np.ndarray,
-    periods_s: tuple[float, ...],
-    acf_alpha: float,
-    memo: PeriodMemo | None,
-) -> PeriodChoice:
-    """``choose_period``, remembered in ``memo`` (which must belong to these very points) by its
-    settings; without a memo, computed."""
-    if memo is None:
-        return choose_period(times_s, values, periods_s, acf_alpha)
-    key = (tuple(float(p) for p in periods_s), float(acf_alpha))
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = choose_period(times_s, values, periods_s, acf_alpha)
-    return found
 
 
 def _odd_at_least(x: float, low: int) -> int:
@@ -203,8 +98,8 @@ def decompose_many(jobs: list[tuple[np.ndarray, np.ndarray, int]]) -> list[Decom
     grids = []
     for times_s, values, period_points in jobs:
         times_s = np.asarray(times_s, dtype=np.float64)
-        spacing = _median_spacing_s(times_s)
-        grid = _regular_grid(times_s, spacing) if spacing is not None else None
+        spacing = median_spacing_s(times_s)
+        grid = regular_grid(times_s, spacing) if spacing is not None else None
         if grid is None or len(grid) < 2 * period_points:
             raise ValueError(f"cannot decompose {len(times_s)} points with period {period_points}")
         grids.append((grid, np.interp(grid, times_s, np.asarray(values, dtype=np.float64))))
@@ -397,9 +292,9 @@ def seasonality_verdict(
             else None
         )
     numbers.update(
-        z_analysis=_float_or_none(z_analysis) if z_analysis is not None else None,
-        z_extended=_float_or_none(z_extended) if z_extended is not None else None,
-        z_post=_float_or_none(z_post) if z_post is not None else None,
+        z_analysis=float_or_none(z_analysis) if z_analysis is not None else None,
+        z_extended=float_or_none(z_extended) if z_extended is not None else None,
+        z_post=float_or_none(z_post) if z_post is not None else None,
         residual_std=residual_std,
         residual_sigma_robust=sigma,
         residual_lag1=rho,

@@ -7,10 +7,10 @@ stage's STL runs over a batch of them at once, each one's numbers its own).
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from functools import partial
 
 from regbot.detection.model import Candidate, Verdict
 from regbot.detection.seasonality import (
@@ -22,11 +22,12 @@ from regbot.detection.seasonality import (
 from regbot.detection.stage_settings import DetectionSettings
 from regbot.detection.thresholds import threshold_verdict
 from regbot.detection.went_away import went_away_verdict
+from regbot.detection.went_away_batch import AxisKey, axis_key, went_away_verdicts
 from regbot.detection.window_plan import enough_data_verdict
 
 __all__ = ["judge_candidate", "judge_candidates"]
 
-PARALLEL_FROM = 256  # candidates; fewer are judged in-process (a pool costs more than it saves)
+PARALLEL_FROM = 256  # candidates per worker at least; fewer are judged in-process
 
 
 def judge_candidate(candidate: Candidate, settings: DetectionSettings) -> list[Verdict]:
@@ -50,36 +51,69 @@ def judge_candidates(
     candidates: list[Candidate], settings: DetectionSettings
 ) -> list[list[Verdict]]:
     """``judge_candidate`` for every candidate, in order. Each is a pure function of its
-    candidate, so with many candidates the work is spread over ``settings.workers`` processes
-    (0: one per core); the result is the same as in one process. Within a process the
-    seasonality stage's STL runs over all its candidates at once (``decompose_many``, whose
-    numbers for a candidate do not depend on the others)."""
-    workers = settings.workers or os.cpu_count() or 1
-    if workers <= 1 or len(candidates) < PARALLEL_FROM:
+    candidate, so the result is the same however they are batched or spread: within a process
+    the candidates on one time axis go through went-away together and the seasonality stage's
+    STL runs over all its candidates at once (``went_away_verdicts``, ``decompose_many``: a
+    candidate's numbers do not depend on the others). With many candidates the work is spread
+    over ``settings.workers`` forked processes (0: one per core), each judging one run of
+    candidates grouped by time axis (so that the batches stay large) which it reads from the
+    memory it was forked with: only the verdicts travel back."""
+    workers = min(settings.workers or os.cpu_count() or 1, len(candidates) // PARALLEL_FROM)
+    if workers <= 1:
         return _judge_batch(candidates, settings)
-    judge = partial(_judge_batch, settings=settings)
-    size = max(16, len(candidates) // (workers * 8))
-    chunks = [candidates[lo : lo + size] for lo in range(0, len(candidates), size)]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return [verdicts for part in pool.map(judge, chunks) for verdicts in part]
+    axes: dict[AxisKey, int] = {}
+    order = sorted(
+        range(len(candidates)),
+        key=lambda i: axes.setdefault(axis_key(candidates[i]), len(axes)),
+    )
+    job = next(_JOB_IDS)
+    _JOBS[job] = ([candidates[i] for i in order], settings)
+    cuts = [len(order) * k // workers for k in range(workers + 1)]
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            parts = list(pool.map(_judge_job, [(job, lo, hi) for lo, hi in zip(cuts, cuts[1:])]))
+    finally:
+        del _JOBS[job]
+    out: list[list[Verdict]] = [[] for _ in candidates]
+    for i, verdicts in zip(order, (verdicts for part in parts for verdicts in part)):
+        out[i] = verdicts
+    return out
+
+
+# The candidates each running pool judges, by job: a forked worker finds them in its copy of
+# this module, so they are not pickled to it.
+_JOBS: dict[int, tuple[list[Candidate], DetectionSettings]] = {}
+_JOB_IDS = itertools.count()
+
+
+def _judge_job(part: tuple[int, int, int]) -> list[list[Verdict]]:
+    """``_judge_batch`` of candidates ``lo:hi`` of pool job ``job`` (in a forked worker)."""
+    job, lo, hi = part
+    candidates, settings = _JOBS[job]
+    return _judge_batch(candidates[lo:hi], settings)
 
 
 def _judge_batch(candidates: list[Candidate], settings: DetectionSettings) -> list[list[Verdict]]:
-    """``judge_candidate`` of each candidate, stage by stage over the batch: went-away on each,
-    then one vectorised STL for the seasonality stage of all that went-away kept, then the
-    rest of each one's seasonality and threshold stages."""
+    """``judge_candidate`` of each candidate, stage by stage over the batch: went-away on all
+    at once (``went_away_verdicts``), then one vectorised STL for the seasonality stage of all
+    that went-away kept, then the rest of each one's seasonality and threshold stages."""
     out: list[list[Verdict]] = []
-    kept: list[tuple[int, Candidate, PeriodMemo]] = []
+    judged: list[tuple[int, Candidate, PeriodMemo]] = []
     for candidate in candidates:
         enough = enough_data_verdict(candidate, settings.workload.windows)
-        if not enough.passed:
-            out.append([enough])
-            continue
-        memo: PeriodMemo = {}
-        went = went_away_verdict(candidate, settings.went_away, memo=memo)
-        out.append([went])
+        out.append([enough])
+        if enough.passed:
+            judged.append((len(out) - 1, candidate, {}))
+    wents = went_away_verdicts(
+        [candidate for _, candidate, _ in judged],
+        settings.went_away,
+        [memo for _, _, memo in judged],
+    )
+    kept: list[tuple[int, Candidate, PeriodMemo]] = []
+    for (i, candidate, memo), went in zip(judged, wents):
+        out[i] = [went]
         if went.passed:
-            kept.append((len(out) - 1, candidate, memo))
+            kept.append((i, candidate, memo))
     jobs = [stl_job(candidate, settings.seasonality, memo) for _, candidate, memo in kept]
     fits = iter(decompose_many([job for job in jobs if job is not None]))
     for (i, candidate, memo), job in zip(kept, jobs):

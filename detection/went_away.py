@@ -14,10 +14,12 @@ numbers, ``kendall``), and Theil–Sen (O(m²) in its input) sees at most
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from regbot.detection.model import Candidate, Verdict
-from regbot.detection.noise_shape import level_of, noise_shape
+from regbot.detection.noise_shape import NoiseShape, level_of, noise_shape
 from regbot.detection.order_stats import mad as median_absolute_deviation
 from regbot.detection.order_stats import percentile
 from regbot.detection.seasonality import PeriodMemo
@@ -25,15 +27,21 @@ from regbot.detection.stage_settings import WentAwaySettings
 from regbot.detection.stages import Stage
 from regbot.detection.went_away_levels import (
     MAD_NORMAL,
+    Drop,
     PreLevels,
     deseasonalise,
     find_drop,
     level_noise,
     pre_points,
 )
-from regbot.detection.went_away_trend import sax_letters, valid_letters, window_line
+from regbot.detection.went_away_trend import (
+    WindowLine,
+    sax_letters,
+    valid_letters,
+    window_line,
+)
 
-__all__ = ["went_away_verdict"]
+__all__ = ["WentAwayTerms", "verdict_of_terms", "went_away_verdict"]
 
 STAGE = Stage.WENT_AWAY
 MIN_POINTS_EACH_SIDE = 3
@@ -122,7 +130,6 @@ def went_away_verdict(
         numbers.update(too_few_points=True, min_points_each_side=MIN_POINTS_EACH_SIDE)
         return Verdict(STAGE, True, "too few points to judge", numbers)
     values, season_numbers = deseasonalise(times, values, c, settings, memo)
-    numbers.update(season_numbers)
     pre, post = values[:c], values[c:]
     w = candidate.windows
     n_buckets = settings.sax_buckets
@@ -197,43 +204,144 @@ def went_away_verdict(
     gone_away = dropped and last_level < gone_limit
 
     passed = new_pattern or (significant and lasting and not gone_away)
+    return verdict_of_terms(
+        WentAwayTerms(
+            n_points=values.size,
+            change_index=c,
+            season_numbers=season_numbers,
+            sax_lo=lo,
+            sax_hi=hi,
+            sax_bucket_width=width,
+            pre_valid_letters=valid_idx.tolist(),
+            post_letter_counts=np.bincount(post_letters, minlength=n_buckets).tolist(),
+            post_invalid_share=invalid_share,
+            post_mean=post_mean,
+            lowest_valid_pre_edge=lowest_valid_edge,
+            post_below_history=below_history,
+            new_pattern=new_pattern,
+            max_post_letter=max_post_letter,
+            max_valid_pre_letter=max_valid_pre_letter,
+            letters_significant=letters_ok,
+            shape=shape,
+            post_level=post_level,
+            historical_level_percentile=p_hist_level,
+            previous_day_level_percentile=p_day_level,
+            n_historical=historical.size,
+            n_previous_day=day.size,
+            significant_regression=significant,
+            pre_level=pre_level,
+            mad_pre=mad,
+            mad_floored=mad_floored,
+            threshold_per_point=threshold,
+            lines=lines,
+            chosen=chosen,
+            lift=lift,
+            lasting_threshold=lasting_threshold,
+            lasting_trend=lasting,
+            drop=drop,
+            drop_time_s=float(times[c + drop.index]) if drop.index > 0 else None,
+            gone_away_points=k,
+            last_level=last_level,
+            gone_away_limit=gone_limit,
+            drop_significant=dropped,
+            regression_gone_away=gone_away,
+            passed=passed,
+        ),
+        settings,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WentAwayTerms:
+    """Every number ``went_away_verdict`` reports for one candidate judged on its points (see
+    its docstring for what each term means), however they were computed: one candidate at a
+    time, or a batch at once (``went_away_batch``)."""
+
+    n_points: int
+    change_index: int
+    season_numbers: dict[str, object]
+    sax_lo: float
+    sax_hi: float
+    sax_bucket_width: float
+    pre_valid_letters: list[int]
+    post_letter_counts: list[int]
+    post_invalid_share: float
+    post_mean: float
+    lowest_valid_pre_edge: float
+    post_below_history: bool
+    new_pattern: bool
+    max_post_letter: int
+    max_valid_pre_letter: int
+    letters_significant: bool
+    shape: NoiseShape
+    post_level: float
+    historical_level_percentile: float
+    previous_day_level_percentile: float
+    n_historical: int
+    n_previous_day: int
+    significant_regression: bool
+    pre_level: float
+    mad_pre: float
+    mad_floored: bool
+    threshold_per_point: float
+    lines: list[WindowLine]
+    chosen: WindowLine
+    lift: float
+    lasting_threshold: float
+    lasting_trend: bool
+    drop: Drop
+    drop_time_s: float | None
+    gone_away_points: int
+    last_level: float
+    gone_away_limit: float
+    drop_significant: bool
+    regression_gone_away: bool
+    passed: bool
+
+
+def verdict_of_terms(t: WentAwayTerms, settings: WentAwaySettings) -> Verdict:
+    """The went-away verdict holding the terms ``t`` (a candidate with enough points on each
+    side), its numbers in the order the report shows them."""
+    c = t.change_index
+    numbers: dict[str, object] = {"n_points": t.n_points, "n_pre": c, "n_post": t.n_points - c}
+    numbers.update(t.season_numbers)
     numbers.update(
         too_few_points=False,
         change_index=c,
-        sax_buckets=n_buckets,
+        sax_buckets=settings.sax_buckets,
         sax_valid_share=settings.sax_valid_share,
-        sax_lo=lo,
-        sax_hi=hi,
-        sax_bucket_width=width,
-        pre_valid_letters=valid_idx.tolist(),
-        post_letter_counts=np.bincount(post_letters, minlength=n_buckets).tolist(),
-        post_invalid_share=invalid_share,
+        sax_lo=t.sax_lo,
+        sax_hi=t.sax_hi,
+        sax_bucket_width=t.sax_bucket_width,
+        pre_valid_letters=t.pre_valid_letters,
+        post_letter_counts=t.post_letter_counts,
+        post_invalid_share=t.post_invalid_share,
         new_pattern_share=settings.new_pattern_share,
-        post_mean=post_mean,
-        lowest_valid_pre_edge=lowest_valid_edge,
-        post_below_history=below_history,
-        new_pattern=new_pattern,
-        max_post_analysis_letter=max_post_letter,
-        max_valid_pre_letter=max_valid_pre_letter,
-        letters_significant=letters_ok,
-        **shape.numbers(),
-        level_window_points=m,
-        post_level=post_level,
+        post_mean=t.post_mean,
+        lowest_valid_pre_edge=t.lowest_valid_pre_edge,
+        post_below_history=t.post_below_history,
+        new_pattern=t.new_pattern,
+        max_post_analysis_letter=t.max_post_letter,
+        max_valid_pre_letter=t.max_valid_pre_letter,
+        letters_significant=t.letters_significant,
+        **t.shape.numbers(),
+        level_window_points=t.n_points - c,
+        post_level=t.post_level,
         historical_percentile=settings.historical_percentile,
-        historical_level_percentile=p_hist_level,
+        historical_level_percentile=t.historical_level_percentile,
         previous_day_percentile=settings.previous_day_percentile,
-        previous_day_level_percentile=p_day_level,
-        n_historical=historical.size,
-        n_previous_day=day.size,
-        significant_regression=significant,
-        pre_level=pre_level,
-        mad_pre=mad,
-        mad_floored=mad_floored,
+        previous_day_level_percentile=t.previous_day_level_percentile,
+        n_historical=t.n_historical,
+        n_previous_day=t.n_previous_day,
+        significant_regression=t.significant_regression,
+        pre_level=t.pre_level,
+        mad_pre=t.mad_pre,
+        mad_floored=t.mad_floored,
         mad_coefficient=settings.mad_coefficient,
-        threshold_per_point=threshold,
+        threshold_per_point=t.threshold_per_point,
         trend_alpha=settings.trend_alpha,
     )
-    for line in lines:
+    for line in t.lines:
         numbers.update(
             {
                 f"mk_{line.name}_s": line.trend.s,
@@ -247,23 +355,24 @@ def went_away_verdict(
                 f"{line.name}_theil_sen_points": line.theil_sen_points,
             }
         )
+    drop = t.drop
     numbers.update(
-        chosen_window=chosen.name,
-        lift=lift,
-        lasting_threshold=lasting_threshold,
-        lasting_trend=lasting,
+        chosen_window=t.chosen.name,
+        lift=t.lift,
+        lasting_threshold=t.lasting_threshold,
+        lasting_trend=t.lasting_trend,
         drop_index=drop.index if drop.index > 0 else None,
-        drop_time_s=float(times[c + drop.index]) if drop.index > 0 else None,
+        drop_time_s=t.drop_time_s,
         drop_llr=drop.llr,
         drop_p_value=drop.p_value,
         drop_alpha=settings.drop_alpha,
-        drop_significant=dropped,
-        gone_away_points=k,
-        last_level=last_level,
-        gone_away_limit=gone_limit,
-        regression_gone_away=gone_away,
+        drop_significant=t.drop_significant,
+        gone_away_points=t.gone_away_points,
+        last_level=t.last_level,
+        gone_away_limit=t.gone_away_limit,
+        regression_gone_away=t.regression_gone_away,
     )
-    return Verdict(STAGE, passed, _reason(numbers), numbers)
+    return Verdict(STAGE, t.passed, _reason(numbers), numbers)
 
 
 def _reason(n: dict[str, object]) -> str:

@@ -3,6 +3,8 @@ points, the most likely drop after the change (RegressionGoneAway), and the pre-
 removed before judging.
 
 Complexity: O(n) per candidate (prefix sums, rolling levels), plus the seasonality test's ACF.
+The ``*_rows``/``find_drops`` forms do the same for each row of a batch of candidates on one time
+axis, each row's numbers those of the one-candidate form.
 """
 
 from __future__ import annotations
@@ -14,10 +16,21 @@ import numpy as np
 from regbot.detection.dist import chi2_sf
 from regbot.detection.noise_shape import Statistic, rolling_levels
 from regbot.detection.order_stats import mad
-from regbot.detection.seasonality import PeriodMemo, remembered_period
+from regbot.detection.periods import PeriodChoice, PeriodMemo, remembered_period
 from regbot.detection.stage_settings import WentAwaySettings
 
-__all__ = ["Drop", "PreLevels", "deseasonalise", "find_drop", "level_noise", "pre_points"]
+__all__ = [
+    "Drop",
+    "PreLevels",
+    "deseasonalise",
+    "deseasonalise_rows",
+    "find_drop",
+    "find_drops",
+    "level_noise",
+    "pre_points",
+    "rolling_mean_sums",
+    "rolling_means",
+]
 
 MAD_NORMAL = 1.4826  # MAD of a normal sample × 1.4826 estimates its standard deviation
 
@@ -144,3 +157,82 @@ def deseasonalise(
     profile = sums / counts
     profile -= profile.mean()
     return values - profile[bucket], {"deseasonalised": True, "season_period_s": period_s}
+
+
+def find_drops(post: np.ndarray, min_after: int, min_before: int = 1) -> list[Drop]:
+    """``find_drop`` of each row of ``post`` (rows, n): the same prefix sums and split costs,
+    row by row along the last axis."""
+    v = np.asarray(post, dtype=np.float64)
+    rows, n = v.shape
+    if n < min_before + max(1, min_after):
+        return [Drop(0, 0.0, 1.0)] * rows
+    zero = np.zeros((rows, 1))
+    csum = np.concatenate((zero, np.cumsum(v, axis=1)), axis=1)
+    csq = np.concatenate((zero, np.cumsum(v * v, axis=1)), axis=1)
+    j = np.arange(min_before, n - max(1, min_after) + 1)
+    mean_a = csum[:, j] / j
+    mean_b = (csum[:, n : n + 1] - csum[:, j]) / (n - j)
+    rss = (csq[:, j] - j * mean_a**2) + (csq[:, n : n + 1] - csq[:, j] - (n - j) * mean_b**2)
+    rss = np.where(mean_a > mean_b, rss, np.inf)
+    best = np.argmin(rss, axis=1)
+    best_rss = rss[np.arange(rows), best]
+    tiny = np.finfo(float).tiny
+    out = []
+    for row, k in enumerate(best.tolist()):
+        least = float(best_rss[row])
+        if not np.isfinite(least):
+            out.append(Drop(0, 0.0, 1.0))
+            continue
+        # a scalar's square is libm's pow, an array's a product: they can differ in the last bit
+        total = float(csq[row, n] - csum[row, n] ** 2 / n)
+        llr = float(n * np.log(max(total, tiny) / max(least, tiny)))
+        out.append(Drop(int(j[k]), llr, chi2_sf(llr, 2)))
+    return out
+
+
+def rolling_mean_sums(values: np.ndarray) -> np.ndarray:
+    """(rows, n + 1): each row's running sum from 0, the prefix sums ``rolling_levels`` takes
+    its rolling means from (``rolling_means``)."""
+    v = np.asarray(values, dtype=np.float64)
+    sums: np.ndarray = np.concatenate((np.zeros((len(v), 1)), np.cumsum(v, axis=1)), axis=1)
+    return sums
+
+
+def rolling_means(sums: np.ndarray, m: int) -> np.ndarray:
+    """``rolling_levels(row, m, "mean")`` of each row, from its ``rolling_mean_sums``."""
+    m = max(1, min(int(m), sums.shape[1] - 1))
+    means: np.ndarray = (sums[:, m:] - sums[:, :-m]) / m
+    return means
+
+
+def deseasonalise_rows(
+    times_s: np.ndarray, values: np.ndarray, change_index: int, choices: list[PeriodChoice]
+) -> tuple[np.ndarray, list[dict[str, object]]]:
+    """``deseasonalise`` of each row of ``values`` (rows, n) on one time axis ``times_s`` (n,),
+    given each row's period choice on its pre-change points: the rows of one period share their
+    phase buckets; each row's bucket sums are its own (one ``bincount`` over the rows laid end
+    to end adds each row's points in its own order)."""
+    out = np.array(values, dtype=np.float64)
+    numbers: list[dict[str, object]] = [{"deseasonalised": False} for _ in range(len(out))]
+    by_period: dict[tuple[int, float], list[int]] = {}
+    for row, (period, found) in enumerate(choices):
+        period_s = found["period_s"]
+        if period is not None and isinstance(period_s, float):
+            by_period.setdefault((period, period_s), []).append(row)
+    c = change_index
+    for (period, period_s), members in by_period.items():
+        buckets = int(min(period, 48))
+        phase = np.mod(times_s - times_s[0], period_s) / period_s
+        bucket = np.minimum((phase * buckets).astype(np.int64), buckets - 1)
+        counts = np.bincount(bucket[:c], minlength=buckets)
+        if (counts < 2).any():
+            continue
+        rows = np.asarray(members)
+        index = (bucket[None, :c] + buckets * np.arange(rows.size)[:, None]).ravel()
+        sums = np.bincount(index, weights=out[rows, :c].ravel(), minlength=rows.size * buckets)
+        profile = sums.reshape(rows.size, buckets) / counts
+        profile -= profile.mean(axis=1, keepdims=True)
+        out[rows] = out[rows] - profile[:, bucket]
+        for row in members:
+            numbers[row] = {"deseasonalised": True, "season_period_s": period_s}
+    return out, numbers
