@@ -17,6 +17,7 @@ from scipy.stats import chi2, norm
 from scipy.stats import t as student_t
 
 from regbot.detection.model import Candidate, Verdict
+from regbot.detection.phase_edges import edge_sums
 from regbot.detection.presets import Threshold
 from regbot.detection.ratios import relative_change
 from regbot.detection.season_adjust import subtract_phase_profile
@@ -433,6 +434,7 @@ def screen_long_term(
     lengths = np.asarray(lengths)
     if settings is not None:
         windows = long_term_windows(windows, settings)
+    indices: dict[tuple[int, int, bytes], np.ndarray] = {}  # shared by the chunks
     parts = [
         _screen_rows(
             values[lo : lo + SCREEN_ROWS],
@@ -443,11 +445,22 @@ def screen_long_term(
             edge_share,
             period_s,
             phase_buckets,
+            indices,
         )
         for lo in range(0, len(values), SCREEN_ROWS)
     ]
     screened: npt.NDArray[np.bool_] = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
     return screened
+
+
+def _edge_mask(mask: np.ndarray, share: float, end: bool) -> np.ndarray:
+    """The first (``end=False``) or last ``share`` of each row's points under ``mask`` (at
+    least one), as a mask of the same shape."""
+    count = mask.sum(axis=1)
+    k = np.maximum(1, np.ceil(share * count - _ROUNDING)).astype(np.int64)
+    rank = np.cumsum(mask, axis=1) - 1  # position of each masked point within its window
+    edge: np.ndarray = mask & ((rank >= (count - k)[:, None]) if end else (rank < k[:, None]))
+    return edge
 
 
 def _screen_rows(
@@ -459,9 +472,12 @@ def _screen_rows(
     edge_share: float,
     period_s: float,
     phase_buckets: int,
+    indices: dict[tuple[int, int, bytes], np.ndarray] | None = None,
 ) -> np.ndarray:
     """``screen_long_term`` of some rows (row by row: a row's answer is its own). Rows of one
-    length on one time axis have the same windows: their masks are the first row's."""
+    length on one time axis have the same windows: their masks are the first row's, and only
+    the adjusted values at the windows' edges are computed (``phase_edges.edge_sums``, which
+    keeps its bucket index in ``indices`` for the next chunk)."""
     width = values.shape[1]
     one_axis = len(values) > 1 and bool(np.all(lengths == lengths[0]))
     if one_axis:
@@ -476,27 +492,46 @@ def _screen_rows(
     if windows.end_s > windows.extended_start_s:
         analysis &= mask_times < windows.extended_start_s
     extended = valid & ~historical & ~analysis
-    adjusted = subtract_phase_profile(
-        values,
-        times,
-        np.broadcast_to(valid, values.shape),
-        np.broadcast_to(historical, values.shape),
-        windows.historical_start_s,
-        period_s,
-        phase_buckets,
-    )
-
-    def edge_means(mask: np.ndarray, end: bool) -> np.ndarray:
-        count = mask.sum(axis=1)
-        k = np.maximum(1, np.ceil(edge_share * count - _ROUNDING)).astype(np.int64)
-        rank = np.cumsum(mask, axis=1) - 1  # position of each masked point within its window
-        edge = mask & ((rank >= (count - k)[:, None]) if end else (rank < k[:, None]))
-        total = np.where(edge, adjusted, 0.0).sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(count > 0, total / edge.sum(axis=1), np.nan)
-
-    baseline = np.fmax(edge_means(historical, False), edge_means(analysis, False))
-    current = np.fmin(edge_means(analysis, True), edge_means(extended, True))
+    edges = [
+        _edge_mask(mask, edge_share, end)
+        for mask, end in (
+            (historical, False),
+            (analysis, False),
+            (analysis, True),
+            (extended, True),
+        )
+    ]
+    if one_axis:  # the adjusted values at the edges only (``phase_edges``)
+        totals = edge_sums(
+            values,
+            mask_times[0],
+            valid[0],
+            historical[0],
+            [edge[0] for edge in edges],
+            windows.historical_start_s,
+            period_s,
+            phase_buckets,
+            indices,
+        )
+    else:
+        adjusted = subtract_phase_profile(
+            values,
+            times,
+            np.broadcast_to(valid, values.shape),
+            np.broadcast_to(historical, values.shape),
+            windows.historical_start_s,
+            period_s,
+            phase_buckets,
+        )
+        totals = [np.where(edge, adjusted, 0.0).sum(axis=1) for edge in edges]
+    masks = (historical, analysis, analysis, extended)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = [
+            np.where(mask.sum(axis=1) > 0, total / edge.sum(axis=1), np.nan)
+            for mask, edge, total in zip(masks, edges, totals)
+        ]
+    baseline = np.fmax(means[0], means[1])
+    current = np.fmin(means[2], means[3])
     delta = current - baseline
     if threshold.mode == "relative":
         limit = SCREEN_MARGIN * threshold.value * np.abs(baseline)
