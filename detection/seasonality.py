@@ -1,7 +1,7 @@
 """Seasonality detector (FBDetect §5.2.3): is a change point only the daily or weekly pattern?
 
-Complexity: ACF O(n log n) (FFT); robust STL O(n · window) per pass, 16 × 2 passes, vectorised
-(``stl``) — a few ms for 1,000 ten-minute points with a daily period.
+Complexity: the period choice (``periods``: ACF) O(n log n); robust STL O(n · window) per pass,
+16 × 2 passes, vectorised (``stl``) — a few ms for 1,000 ten-minute points with a daily period.
 Design: docs/design/seasonality.md
 """
 

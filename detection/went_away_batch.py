@@ -9,8 +9,8 @@ search. Each of those is the same operation on each row as on the candidate alon
 along a row, order statistics by the same partition, sequential sums in the same order;
 ``tests/detection/test_went_away_batch.py`` checks the verdicts equal), so a candidate's
 verdict does not depend on the others. Rows judged on medians (heavy-tailed noise) take the
-one-candidate level functions row by row; a candidate with a NaN, or too few points on a side,
-is judged alone.
+one-candidate level functions row by row; a candidate with a value that is not finite, or too
+few points on a side, is judged alone.
 
 Complexity: that of ``went_away_verdict`` per candidate, in O(groups × terms) numpy calls
 instead of O(candidates × terms).
@@ -54,6 +54,9 @@ from regbot.detection.went_away_trend import (
 __all__ = ["AxisKey", "axis_key", "went_away_verdicts"]
 
 AxisKey = tuple[int, int, float, object, bytes]
+GROUP_ROWS = (
+    512  # candidates judged at once: their arrays (the ACF's spectra the largest) stay small
+)
 
 
 def axis_key(candidate: Candidate) -> AxisKey:
@@ -86,17 +89,19 @@ def went_away_verdicts(
             values.ndim != 1
             or len(candidate.times_s) != values.size
             or min(c, values.size - c) < MIN_POINTS_EACH_SIDE
-            or np.isnan(values).any()
+            or not np.isfinite(values).all()
         ):
             out[i] = went_away_verdict(candidate, settings, memo=memo_of[i])
             continue
         groups.setdefault(axis_key(candidate), []).append(i)
-    for members in groups.values():
-        found = _group_verdicts(
-            [candidates[i] for i in members], settings, [memo_of[i] for i in members]
-        )
-        for i, verdict in zip(members, found):
-            out[i] = verdict
+    for group in groups.values():
+        for lo in range(0, len(group), GROUP_ROWS):
+            members = group[lo : lo + GROUP_ROWS]
+            found = _group_verdicts(
+                [candidates[i] for i in members], settings, [memo_of[i] for i in members]
+            )
+            for i, verdict in zip(members, found):
+                out[i] = verdict
     return [verdict for verdict in out if verdict is not None]
 
 

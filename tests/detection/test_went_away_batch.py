@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from factories import build_candidate
 
+from regbot.detection import went_away_batch
 from regbot.detection.acf import ELIDE_BYTES, acf_band, acf_band_rows, next_regular
 from regbot.detection.model import Candidate
 from regbot.detection.noise_shape import noise_shape
@@ -108,6 +109,13 @@ def test_a_batch_gives_each_candidate_its_own_verdict(seed: int) -> None:
     alone = [went_away_verdict(c, SETTINGS, memo=m) for c, m in zip(candidates, alone_memos)]
     assert batch == alone
     assert memos == alone_memos  # the period choices the seasonality stage reads next
+
+
+def test_blocks_of_a_large_group_judge_as_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    candidates = fleet(4)
+    whole = went_away_verdicts(candidates, SETTINGS)
+    monkeypatch.setattr(went_away_batch, "GROUP_ROWS", 2)
+    assert went_away_verdicts(candidates, SETTINGS) == whole
 
 
 def test_the_fleets_cover_both_level_statistics_and_the_season() -> None:
