@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from types import TracebackType
 
 import numpy as np
@@ -80,19 +81,46 @@ class Noise:
         return sd
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PairStats:
     """Statistics of rows ``a`` against rows ``b``, each (len(a), len(b)); NaN where a pair has
-    fewer than ``MIN_POINTS`` common points or a row is unusable. ``slope``: raw residual of
-    the ``b`` row on the ``a`` row's."""
+    fewer than ``MIN_POINTS`` common points or a row is unusable (``r``, ``z``, ``n_eff`` and
+    so ``p``). ``slope``: raw residual of the ``b`` row on the ``a`` row's. ``p``, ``slope``
+    and ``slope_se`` are computed when first read (most callers need them at a few pairs:
+    ``p_at``), each from the same arrays by the same formula whenever it is read."""
 
     r: np.ndarray
     z: np.ndarray
-    p: np.ndarray
     points: np.ndarray
     n_eff: np.ndarray
-    slope: np.ndarray
-    slope_se: np.ndarray
+    dot: np.ndarray
+    energy_a: np.ndarray
+    energy_b: np.ndarray
+    ratio: np.ndarray  # (len(a), len(b)) broadcastable: scale of b over scale of a
+    enough: np.ndarray
+
+    def p_at(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """``p[rows, columns]`` (NumPy fancy indexing), computed for those pairs only."""
+        return np.asarray(ndtr(-self.z[rows, columns]))
+
+    @cached_property
+    def p(self) -> np.ndarray:
+        """One-sided p-value of ``z`` (positive correlation)."""
+        return np.asarray(ndtr(-self.z))
+
+    @cached_property
+    def slope(self) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.where(self.enough, self.dot / self.energy_a * self.ratio, np.nan)
+
+    @cached_property
+    def slope_se(self) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            spread = np.sqrt(self.energy_b / self.energy_a) * self.ratio
+            out: npt.NDArray[np.float64] = spread * np.sqrt(
+                (1.0 - self.r * self.r) / np.maximum(self.n_eff - 2.0, 1.0)
+            )
+            return out
 
 
 MIN_POINTS = 8
@@ -374,9 +402,5 @@ def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> Pa
         inflation = 1.0 + 2.0 * (noise.autocorr[a] @ noise.autocorr[b].T)
         n_eff = np.where(enough, np.clip(points / np.maximum(inflation, 1e-3), 0, points), np.nan)
         z = np.arctanh(r) * np.sqrt(np.maximum(n_eff - 4.0, 0.0))
-        p = np.where(enough, ndtr(-z), np.nan)
         ratio = noise.scale[b][None, :] / noise.scale[a][:, None]
-        slope = np.where(enough, dot / energy_a * ratio, np.nan)
-        spread = np.sqrt(energy_b / energy_a) * ratio
-        slope_se = spread * np.sqrt((1.0 - r * r) / np.maximum(n_eff - 2.0, 1.0))
-    return PairStats(r, z, p, points, n_eff, slope, slope_se)
+    return PairStats(r, z, points, n_eff, dot, energy_a, energy_b, ratio, enough)
