@@ -367,6 +367,33 @@ def _load_on(times_s: np.ndarray, load: LoadFactor) -> np.ndarray:
     return out
 
 
+def _energy_over(z: np.ndarray, other_valid: np.ndarray, other_full: np.ndarray) -> np.ndarray:
+    """(rows of ``z``, rows of ``other_valid``): each row's energy Σ z² over the points the other
+    row holds. ``z`` is 0 where its row has no point, so against a row that holds every point
+    it is the row's whole energy (a sum, not a product with a column of ones: the matrix
+    product is needed only against rows with gaps)."""
+    square = z * z
+    out = np.empty((z.shape[0], other_valid.shape[0]))
+    out[:, other_full] = square.sum(axis=1)[:, None]
+    gaps = ~other_full
+    if gaps.any():
+        out[:, gaps] = square @ other_valid[gaps].T
+    return out
+
+
+def _common_points(
+    va: np.ndarray, vb: np.ndarray, full_a: np.ndarray, full_b: np.ndarray
+) -> np.ndarray:
+    """(rows of ``va``, rows of ``vb``): the points both rows hold (validity as 0/1 floats;
+    ``full_*``: the rows that hold every point). Exact (sums of ones)."""
+    out = np.full((va.shape[0], vb.shape[0]), float(va.shape[1]))
+    if not full_a.all():
+        out[~full_a] = va[~full_a] @ vb.T
+    if not full_b.all():
+        out[:, ~full_b] = va @ vb[~full_b].T
+    return out
+
+
 def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> PairStats:
     """Every row of ``rows_a`` against every row of ``rows_b`` (docs/design/shared_cause.md, "The test")."""
     a = np.asarray(rows_a, dtype=np.int64)
@@ -390,10 +417,11 @@ def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> Pa
             zb = noise.z[cb][noise.position[b[ib_rows]]][:, cols_b]
             vb = noise.valid[cb][noise.position[b[ib_rows]]][:, cols_b].astype(np.float64)
             block = np.ix_(ia_rows, ib_rows)
+            full_a, full_b = va.all(axis=1), vb.all(axis=1)
             dot[block] = za @ zb.T
-            energy_a[block] = (za * za) @ vb.T
-            energy_b[block] = va @ (zb * zb).T
-            points[block] = va @ vb.T
+            energy_a[block] = _energy_over(za, vb, full_b)
+            energy_b[block] = _energy_over(zb, va, full_a).T
+            points[block] = _common_points(va, vb, full_a, full_b)
     enough = (points >= MIN_POINTS) & noise.usable[a][:, None] & noise.usable[b][None, :]
     enough &= (energy_a > 0) & (energy_b > 0)
     with np.errstate(all="ignore"):

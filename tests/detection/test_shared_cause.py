@@ -303,3 +303,25 @@ def test_the_load_factor_is_recovered() -> None:
     assert np.corrcoef(load.values, truth)[0, 1] > 0.9
     few = {s: (TIMES, v) for s, v in list(f.series.items())[:5]}
     assert estimate_load(few, TIMES[0], TIMES[-1], 20) is None
+
+
+def test_pair_energies_and_points_match_the_masked_products() -> None:
+    """Rows that hold every point take their energy as a sum; rows with gaps through the masked
+    product: both equal the product formula (points exactly)."""
+    from regbot.detection.dedup.shared_cause import _common_points, _energy_over
+
+    rng = np.random.default_rng(7)
+    va = (rng.random((9, 40)) > 0.2).astype(np.float64)
+    vb = (rng.random((13, 40)) > 0.2).astype(np.float64)
+    va[[0, 3, 4]] = 1.0
+    vb[[1, 2, 5, 12]] = 1.0
+    za = rng.normal(size=va.shape) * va
+    zb = rng.normal(size=vb.shape) * vb
+    full_a, full_b = va.all(axis=1), vb.all(axis=1)
+    np.testing.assert_allclose(_energy_over(za, vb, full_b), (za * za) @ vb.T, rtol=1e-13)
+    np.testing.assert_allclose(_energy_over(zb, va, full_a).T, va @ (zb * zb).T, rtol=1e-13)
+    np.testing.assert_array_equal(_common_points(va, vb, full_a, full_b), va @ vb.T)
+    everything = np.ones_like(va), np.ones_like(vb)
+    np.testing.assert_array_equal(
+        _common_points(*everything, np.ones(9, bool), np.ones(13, bool)), np.full((9, 13), 40.0)
+    )
