@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from regbot.detection.noise_shape import MAD_NORMAL
 from regbot.detection.presets import DAY_S
+from regbot.detection.row_medians import row_medians_in_place
 from regbot.detection.series_batch import SeriesBatch
 from regbot.detection.stage_settings import FleetLoadSettings
 
@@ -170,27 +171,14 @@ def _robust_centre_scale(history: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         scale = MAD_NORMAL * np.median(np.abs(history - centre[:, None]), axis=1)
     else:
         work = np.array(history, dtype=np.float64, order="C")
-        centre = _row_medians_in_place(work)
+        centre = row_medians_in_place(work)
         np.subtract(work, centre[:, None], out=work)
         np.abs(work, out=work)
-        scale = MAD_NORMAL * _row_medians_in_place(work)
+        scale = MAD_NORMAL * row_medians_in_place(work)
     flat = scale <= 0
     if flat.any():
         scale[flat] = history[flat].std(axis=1)
     return centre, scale
-
-
-def _row_medians_in_place(work: np.ndarray) -> np.ndarray:
-    """``np.median(work, axis=1)`` of a NaN-free C-ordered 2-D array, reordering each row of
-    ``work`` (O(rows × points))."""
-    n = work.shape[1]
-    half = n // 2
-    work.partition(half, axis=1)
-    upper = work[:, half].copy()
-    if n % 2:
-        return upper
-    lower = work[:, :half].max(axis=1)
-    return np.asarray((lower + upper) / 2)
 
 
 def _standardise(values: np.ndarray, centre: np.ndarray, scale: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy.typing as npt
 from scipy.special import ndtr
 
 from regbot.detection.dedup_context import DedupContext, evenly_spaced
+from regbot.detection.row_medians import nan_row_medians
 
 __all__ = [
     "CLIP_Z",
@@ -173,9 +174,9 @@ def _standardised_differences(
         mad = np.median(np.abs(sample - centre), axis=1)
     else:
         masked = np.where(mask, values, np.nan)
-        with np.errstate(all="ignore"), _quiet():
-            centre = np.nanmedian(masked, axis=1, keepdims=True)
-            mad = np.nanmedian(np.abs(masked - centre), axis=1)
+        with np.errstate(all="ignore"):
+            centre = nan_row_medians(masked)[:, None]
+            mad = nan_row_medians(np.abs(masked - centre))
     scale = MAD_SCALE * np.nan_to_num(mad)
     flat = ~(scale > 0)
     if flat.any():
