@@ -371,9 +371,12 @@ def _load_on(times_s: np.ndarray, load: LoadFactor) -> np.ndarray:
 def _energy_over(z: np.ndarray, other_valid: np.ndarray, other_full: np.ndarray) -> np.ndarray:
     """(rows of ``z``, rows of ``other_valid``): each row's energy Σ z² over the points the other
     row holds. ``z`` is 0 where its row has no point, so against a row that holds every point
-    it is the row's whole energy (a sum, not a product with a column of ones: the matrix
-    product is needed only against rows with gaps)."""
+    it is the row's whole energy (a sum: the matrix product is needed only against rows with
+    gaps)."""
     square = z * z
+    if not other_full.any():
+        product: npt.NDArray[np.float64] = square @ other_valid.T
+        return product
     out = np.empty((z.shape[0], other_valid.shape[0]))
     out[:, other_full] = square.sum(axis=1)[:, None]
     gaps = ~other_full
@@ -386,13 +389,17 @@ def _common_points(
     va: np.ndarray, vb: np.ndarray, full_a: np.ndarray, full_b: np.ndarray
 ) -> np.ndarray:
     """(rows of ``va``, rows of ``vb``): the points both rows hold (validity as 0/1 floats;
-    ``full_*``: the rows that hold every point). Exact (sums of ones)."""
-    out = np.full((va.shape[0], vb.shape[0]), float(va.shape[1]))
-    if not full_a.all():
-        out[~full_a] = va[~full_a] @ vb.T
-    if not full_b.all():
-        out[:, ~full_b] = va @ vb[~full_b].T
-    return out
+    ``full_*``: the rows that hold every point). Exact: counts, as single-precision products
+    where needed (whole numbers below 2**24 are exact there)."""
+    shape = (va.shape[0], vb.shape[0])
+    if full_a.all():
+        return np.broadcast_to(vb.sum(axis=1)[None, :], shape).copy()
+    if full_b.all():
+        return np.broadcast_to(va.sum(axis=1)[:, None], shape).copy()
+    if va.shape[1] >= 2**24:
+        counts: npt.NDArray[np.float64] = va @ vb.T
+        return counts
+    return (va.astype(np.float32) @ vb.astype(np.float32).T).astype(np.float64)
 
 
 def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> PairStats:
