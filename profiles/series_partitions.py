@@ -309,12 +309,17 @@ def _ipc_batches(path: Path) -> Iterable[Any]:
 
 
 def _last_seconds(column: Any) -> float | None:
-    """The column's largest time in float seconds (None without a value)."""
+    """The column's largest time in float seconds (None without a value); Arrow timestamps
+    converted as ``series_arrow`` converts each time (so nanoseconds beyond 2**53 are fine)."""
     kind = column.type
     if pa.types.is_timestamp(kind):
-        scale = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[kind.unit]
-        column = pc.divide(column.cast(pa.int64()).cast(pa.float64()), scale)
-    elif not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        top = pc.max(column.cast(pa.int64())).as_py() if len(column) else None
+        if top is None:
+            return None
+        scale = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[kind.unit]
+        whole, rest = divmod(top, scale)  # as series_arrow converts every time: exactly
+        return float(whole) + float(rest) / scale
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
         raise _Fallback
     top = pc.max(column).as_py() if len(column) else None
     return None if top is None else float(top)
