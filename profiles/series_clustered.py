@@ -109,10 +109,10 @@ class _Points:
         starts = np.maximum(self.starts[first:stop] - row, 0)
         stops = np.minimum(self.stops[first:stop] - row, size)
         whole = (self.starts[first:stop] >= row) & (self.stops[first:stop] <= row + size)
-        normal = whole & ~_series_with(np.isnan(values), starts)
-        later = times[1:] <= times[:-1]  # a row not after the one before it...
-        later[starts[1:] - 1] = False  # ... where a series starts is no fault
-        normal &= ~_series_with(np.concatenate([[False], later]), starts)
+        normal = whole & ~_series_with(np.flatnonzero(np.isnan(values)), starts)
+        later = np.flatnonzero(times[1:] <= times[:-1]) + 1  # rows not after the one before
+        later = later[~np.isin(later, starts)]  # ... where a series starts is no fault
+        normal &= ~_series_with(later, starts)
         for i in np.flatnonzero(~normal).tolist():
             a, b = int(starts[i]), int(stops[i])
             self.pieces.setdefault(first + i, []).append((times[a:b], values[a:b]))
@@ -160,11 +160,10 @@ class _Points:
         return times, values
 
 
-def _series_with(flags: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Per series (rows from ``starts`` on, consecutive), whether any of its rows is flagged."""
-    where = np.flatnonzero(flags)
+def _series_with(rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per series (rows from ``starts`` on, consecutive), whether it holds any of ``rows``."""
     found = np.zeros(starts.size, dtype=bool)
-    found[np.searchsorted(starts, where, "right") - 1] = True
+    found[np.searchsorted(starts, rows, "right") - 1] = True
     return found
 
 
@@ -246,9 +245,9 @@ def _series(ids: list[str], points: _Points, texts: _Texts) -> list[Series]:
     kinds, units = texts.of("kind"), texts.of("unit")
     labels = texts.labels()
     result = []
-    for i, series_id in enumerate(ids):
+    for i, (series_id, kind, unit, named) in enumerate(zip(ids, kinds, units, labels)):
         times, values = points.normalised(i, series_id)
-        given = {n: text for n, column in labels[i] if (text := column[i]) is not None}
-        kind = kinds[i] or default_kind(series_id)
-        result.append(Series(series_id, kind, times, values, units[i], given))
+        given = {n: text for n, column in named if (text := column[i]) is not None}
+        kind = kind or default_kind(series_id)
+        result.append(Series(series_id, kind, times, values, unit, given))
     return result
