@@ -59,7 +59,9 @@ class Noise:
     of class ``axis[i]``: ``times_s[c]`` (T_c,), ``z[c]`` (k_c, T_c) standardised residuals (0
     where masked), ``valid[c]`` (k_c, T_c). Per row: ``scale`` (raw units per unit of z),
     ``autocorr`` (k, LAGS), ``load_loading`` (its loading on the load factor, 0 without one)
-    and ``usable`` (enough points to be tested)."""
+    and ``usable`` (enough points to be tested). ``patterns[c]`` (P_c, T_c): the distinct rows
+    of ``valid[c]`` as 0/1 floats, ``pattern_of[c]`` (k_c,) each row's among them
+    (``validity_patterns``)."""
 
     axis: np.ndarray
     position: np.ndarray
@@ -70,6 +72,8 @@ class Noise:
     autocorr: np.ndarray
     load_loading: np.ndarray
     usable: np.ndarray
+    patterns: list[np.ndarray]
+    pattern_of: list[np.ndarray]
 
     def raw_sd(self) -> np.ndarray:
         """(k,) each row's residual standard deviation in raw units."""
@@ -355,7 +359,20 @@ def noise_of(
         out_times.append(after)
         out_z.append(z)
         out_valid.append(mask)
-    return Noise(axis, position, out_times, out_z, out_valid, scale, autocorr, loading, usable)
+    distinct = [validity_patterns(valid) for valid in out_valid]
+    return Noise(
+        axis,
+        position,
+        out_times,
+        out_z,
+        out_valid,
+        scale,
+        autocorr,
+        loading,
+        usable,
+        [patterns for patterns, _ in distinct],
+        [of for _, of in distinct],
+    )
 
 
 def _load_on(times_s: np.ndarray, load: LoadFactor) -> np.ndarray:
@@ -368,38 +385,17 @@ def _load_on(times_s: np.ndarray, load: LoadFactor) -> np.ndarray:
     return out
 
 
-def _energy_over(z: np.ndarray, other_valid: np.ndarray, other_full: np.ndarray) -> np.ndarray:
-    """(rows of ``z``, rows of ``other_valid``): each row's energy Σ z² over the points the other
-    row holds. ``z`` is 0 where its row has no point, so against a row that holds every point
-    it is the row's whole energy (a sum: the matrix product is needed only against rows with
-    gaps)."""
-    square = z * z
-    if not other_full.any():
-        product: npt.NDArray[np.float64] = square @ other_valid.T
-        return product
-    out = np.empty((z.shape[0], other_valid.shape[0]))
-    out[:, other_full] = square.sum(axis=1)[:, None]
-    gaps = ~other_full
-    if gaps.any():
-        out[:, gaps] = square @ other_valid[gaps].T
-    return out
-
-
-def _common_points(
-    va: np.ndarray, vb: np.ndarray, full_a: np.ndarray, full_b: np.ndarray
-) -> np.ndarray:
-    """(rows of ``va``, rows of ``vb``): the points both rows hold (validity as 0/1 floats;
-    ``full_*``: the rows that hold every point). Exact: counts, as single-precision products
-    where needed (whole numbers below 2**24 are exact there)."""
-    shape = (va.shape[0], vb.shape[0])
-    if full_a.all():
-        return np.broadcast_to(vb.sum(axis=1)[None, :], shape).copy()
-    if full_b.all():
-        return np.broadcast_to(va.sum(axis=1)[:, None], shape).copy()
-    if va.shape[1] >= 2**24:
-        counts: npt.NDArray[np.float64] = va @ vb.T
-        return counts
-    return (va.astype(np.float32) @ vb.astype(np.float32).T).astype(np.float64)
+def validity_patterns(valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a 0/1 validity matrix (k, T) as floats (P, T) and each row's index
+    among them (k,). A run's rows hold nearly the same points (all but a guard around each
+    one's change, and the change times of one deploy are few), so P is small: products
+    against the patterns stand in for products against every row. O(k × T)."""
+    packed = np.packbits(np.asarray(valid, dtype=bool), axis=1)
+    index: dict[bytes, int] = {}
+    of = np.array([index.setdefault(row.tobytes(), len(index)) for row in packed], np.int64)
+    first = np.unique(of, return_index=True)[1]  # each pattern's first row, in pattern order
+    patterns: npt.NDArray[np.float64] = np.asarray(valid, dtype=np.float64)[first]
+    return patterns, of
 
 
 def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> PairStats:
@@ -421,15 +417,18 @@ def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> Pa
                 if cols_a.size < MIN_POINTS:
                     continue
             za = noise.z[ca][noise.position[a[ia_rows]]][:, cols_a]
-            va = noise.valid[ca][noise.position[a[ia_rows]]][:, cols_a].astype(np.float64)
             zb = noise.z[cb][noise.position[b[ib_rows]]][:, cols_b]
-            vb = noise.valid[cb][noise.position[b[ib_rows]]][:, cols_b].astype(np.float64)
             block = np.ix_(ia_rows, ib_rows)
-            full_a, full_b = va.all(axis=1), vb.all(axis=1)
+            # energies over the other row's points and the common points, per distinct
+            # validity pattern (z is 0 where its row has no point)
+            pattern_a = noise.patterns[ca][:, cols_a]
+            of_a = noise.pattern_of[ca][noise.position[a[ia_rows]]]
+            pattern_b = noise.patterns[cb][:, cols_b]
+            of_b = noise.pattern_of[cb][noise.position[b[ib_rows]]]
             dot[block] = za @ zb.T
-            energy_a[block] = _energy_over(za, vb, full_b)
-            energy_b[block] = _energy_over(zb, va, full_a).T
-            points[block] = _common_points(va, vb, full_a, full_b)
+            energy_a[block] = ((za * za) @ pattern_b.T)[:, of_b]
+            energy_b[block] = (pattern_a @ (zb * zb).T)[of_a, :]
+            points[block] = (pattern_a @ pattern_b.T)[np.ix_(of_a, of_b)]
     enough = (points >= MIN_POINTS) & noise.usable[a][:, None] & noise.usable[b][None, :]
     enough &= (energy_a > 0) & (energy_b > 0)
     with np.errstate(all="ignore"):

@@ -305,23 +305,24 @@ def test_the_load_factor_is_recovered() -> None:
     assert estimate_load(few, TIMES[0], TIMES[-1], 20) is None
 
 
-def test_pair_energies_and_points_match_the_masked_products() -> None:
-    """Rows that hold every point take their energy as a sum; rows with gaps through the masked
-    product: both equal the product formula (points exactly)."""
-    from regbot.detection.dedup.shared_cause import _common_points, _energy_over
+def test_pair_statistics_by_validity_pattern_match_the_masked_products() -> None:
+    """Energies and common points through the rows' distinct validity patterns equal the
+    products against every row (points exactly)."""
+    from regbot.detection.dedup.shared_cause import validity_patterns
 
     rng = np.random.default_rng(7)
-    va = (rng.random((9, 40)) > 0.2).astype(np.float64)
-    vb = (rng.random((13, 40)) > 0.2).astype(np.float64)
-    va[[0, 3, 4]] = 1.0
-    vb[[1, 2, 5, 12]] = 1.0
+    shapes = rng.random((4, 40)) > 0.2
+    va = shapes[rng.integers(0, 4, 30)].astype(np.float64)
+    vb = shapes[rng.integers(0, 4, 50)].astype(np.float64)
+    vb[7] = 1.0
     za = rng.normal(size=va.shape) * va
     zb = rng.normal(size=vb.shape) * vb
-    full_a, full_b = va.all(axis=1), vb.all(axis=1)
-    np.testing.assert_allclose(_energy_over(za, vb, full_b), (za * za) @ vb.T, rtol=1e-13)
-    np.testing.assert_allclose(_energy_over(zb, va, full_a).T, va @ (zb * zb).T, rtol=1e-13)
-    np.testing.assert_array_equal(_common_points(va, vb, full_a, full_b), va @ vb.T)
-    everything = np.ones_like(va), np.ones_like(vb)
-    np.testing.assert_array_equal(
-        _common_points(*everything, np.ones(9, bool), np.ones(13, bool)), np.full((9, 13), 40.0)
-    )
+    pattern_a, of_a = validity_patterns(va)
+    pattern_b, of_b = validity_patterns(vb)
+    assert len(pattern_a) <= 4 and len(pattern_b) <= 5
+    np.testing.assert_array_equal(pattern_a[of_a], va)
+    np.testing.assert_array_equal(pattern_b[of_b], vb)
+    energy_a = ((za * za) @ pattern_b.T)[:, of_b]
+    np.testing.assert_allclose(energy_a, (za * za) @ vb.T, rtol=1e-13)
+    points = (pattern_a @ pattern_b.T)[np.ix_(of_a, of_b)]
+    np.testing.assert_array_equal(points, va @ vb.T)
