@@ -316,7 +316,6 @@ def test_pair_statistics_by_validity_pattern_match_the_masked_products() -> None
     vb = shapes[rng.integers(0, 4, 50)].astype(np.float64)
     vb[7] = 1.0
     za = rng.normal(size=va.shape) * va
-    zb = rng.normal(size=vb.shape) * vb
     pattern_a, of_a = validity_patterns(va)
     pattern_b, of_b = validity_patterns(vb)
     assert len(pattern_a) <= 4 and len(pattern_b) <= 5
