@@ -127,11 +127,16 @@ def _prefix_sums(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, .
     p1[:, 0] = 0.0
     p2[:, 0] = 0.0
     columns = np.arange(width)[None, :]
+    contiguous = values.flags.c_contiguous
     for a, b in row_blocks(m, width):
         n = lengths[a:b]
-        valid = columns < n[:, None]
-        mean[a:b] = np.where(valid, values[a:b], 0.0).sum(axis=1) / np.maximum(n, 1)
-        centred = np.where(valid, values[a:b] - mean[a:b, None], 0.0)
+        if contiguous and n.min(initial=width) >= width:  # every point valid: no mask
+            mean[a:b] = values[a:b].sum(axis=1) / np.maximum(n, 1)
+            centred = values[a:b] - mean[a:b, None]
+        else:
+            valid = columns < n[:, None]
+            mean[a:b] = np.where(valid, values[a:b], 0.0).sum(axis=1) / np.maximum(n, 1)
+            centred = np.where(valid, values[a:b] - mean[a:b, None], 0.0)
         np.cumsum(centred, axis=1, out=p1[a:b, 1:])
         np.multiply(centred, centred, out=centred)
         np.cumsum(centred, axis=1, out=p2[a:b, 1:])

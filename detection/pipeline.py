@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from regbot.detection.change_test import ChangeTest, change_test
+from regbot.detection.change_test import ChangeTest, change_tests
 from regbot.detection.changepoint import CHUNK_ROWS, detect_window_changes
 from regbot.detection.discoveries import discovery_cut
 from regbot.detection.fleet_load import LoadRemoval, remove_fleet_load
@@ -141,19 +141,20 @@ def _chunk_candidates(
         & (points.p_value < settings.change_point.alpha)
         & (points.mean_after > points.mean_before)
     )
+    rows = chosen.tolist()
+    tests = change_tests(
+        [values[row, : batch.lengths[row]] for row in rows],
+        points.segment_start[chosen].tolist(),
+        points.index[chosen].tolist(),
+        points.p_value[chosen].tolist(),
+        settings.change_point.alpha,
+    )
     candidates = []
-    for row in chosen.tolist():
-        row_times, row_values = batch.row(row)
-        k = int(points.index[row])
-        test = change_test(
-            values[row, : batch.lengths[row]],
-            int(points.segment_start[row]),
-            k,
-            float(points.p_value[row]),
-            settings.change_point.alpha,
-        )
+    for row, test in zip(rows, tests):
         if not test.passed:
             continue
+        row_times, row_values = batch.row(row)
+        k = int(points.index[row])
         candidates.append(
             Candidate(
                 series_id=batch.ids[row],

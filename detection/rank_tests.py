@@ -75,7 +75,9 @@ def _average_ranks(ordered: np.ndarray, where: np.ndarray) -> np.ndarray:
     starts_run[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts_run[1:])
     starts = np.flatnonzero(starts_run)
-    counts = np.diff(starts, append=n)
+    counts = np.empty_like(starts)
+    np.subtract(starts[1:], starts[:-1], out=counts[:-1])
+    counts[-1] = n - starts[-1]
     ranks = np.empty(n)
     ranks[where] = np.repeat((starts + 1) + (counts - 1) / 2, counts)
     return ranks
