@@ -15,6 +15,7 @@ from scipy.stats import chi2
 
 from regbot.detection.change_time import change_posterior, density_interval, mass_between
 from regbot.detection.changepoint_split import Direction, row_blocks, split
+from regbot.detection.scratch import borrowed
 from regbot.detection.series_batch import ChangePoints
 from regbot.detection.stage_settings import ChangePointSettings
 
@@ -54,12 +55,13 @@ def detect_change_points(
     end = _per_row(search_end, seg_hi)
     parts = []
     for lo, hi in _chunks(n):
-        mean, p1, p2 = _prefix_sums(values[lo:hi], lengths[lo:hi])
-        segment = seg_lo[lo:hi], seg_hi[lo:hi]
-        search = start[lo:hi], end[lo:hi]
-        found = split(p1, p2, *segment, *search, settings, direction)
-        prior = segment[0], segment[1] + 1
-        parts.append(_finish(found, mean, (p1, p2), segment, prior, search, settings))
+        with borrowed((2, hi - lo, values.shape[1] + 1)) as sums:
+            mean, p1, p2 = _prefix_sums(values[lo:hi], lengths[lo:hi], sums)
+            segment = seg_lo[lo:hi], seg_hi[lo:hi]
+            search = start[lo:hi], end[lo:hi]
+            found = split(p1, p2, *segment, *search, settings, direction)
+            prior = segment[0], segment[1] + 1
+            parts.append(_finish(found, mean, (p1, p2), segment, prior, search, settings))
     return _concat(parts)
 
 
@@ -115,15 +117,17 @@ def _concat(parts: list[tuple[np.ndarray, ...]]) -> ChangePoints:
     return ChangePoints(*(np.concatenate(column) for column in zip(*parts)))
 
 
-def _prefix_sums(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, ...]:
+def _prefix_sums(
+    values: np.ndarray, lengths: np.ndarray, out: np.ndarray | None = None
+) -> tuple[np.ndarray, ...]:
     """Row means and (rows, T + 1) prefix sums of the centred values and their squares, with a
     leading zero: ``p1[:, k]`` is the sum of the first k points. Computed in blocks of rows
     (``row_blocks``) so the temporaries stay in cache; each row's sums are those of the whole
-    array at once (the same reductions and accumulations along the row)."""
+    array at once (the same reductions and accumulations along the row). ``out``: a (2, rows,
+    T + 1) array to hold p1 and p2 (``scratch.borrowed``), default new."""
     m, width = values.shape
     mean = np.empty(m)
-    p1 = np.empty((m, width + 1))
-    p2 = np.empty((m, width + 1))
+    p1, p2 = np.empty((2, m, width + 1)) if out is None else out
     p1[:, 0] = 0.0
     p2[:, 0] = 0.0
     columns = np.arange(width)[None, :]
@@ -176,7 +180,21 @@ def _window_chunk(
     settings: ChangePointSettings,
     direction: Direction,
 ) -> tuple[np.ndarray, ...]:
-    mean, p1, p2 = _prefix_sums(values, lengths)
+    with borrowed((2, len(lengths), values.shape[1] + 1)) as sums:
+        return _window_split(values, lengths, window_start, window_end, settings, direction, sums)
+
+
+def _window_split(
+    values: np.ndarray,
+    lengths: np.ndarray,
+    window_start: np.ndarray,
+    window_end: np.ndarray,
+    settings: ChangePointSettings,
+    direction: Direction,
+    sums: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """``detect_window_changes``' columns for one chunk, its prefix sums held in ``sums``."""
+    mean, p1, p2 = _prefix_sums(values, lengths, sums)
     m = len(lengths)
     side = settings.min_points_each_side
     margin = np.ceil(settings.search_margin * (window_end - window_start)).astype(np.int64)

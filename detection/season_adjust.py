@@ -137,10 +137,14 @@ def adjust_for_season(
     periods_s: tuple[float, ...],
     alpha: float,
     buckets: int = 48,
+    *,
+    out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The batch's values with the phase profile of the strongest significant period removed
     from each seasonal row, and that (rows,) mask. Rows are grouped by their point spacing, so a
-    fleet sharing one time axis is one vectorised pass over its rows for all the periods."""
+    fleet sharing one time axis is one vectorised pass over its rows for all the periods.
+    ``out``: an array of the values' shape to hold the adjusted values when a row is seasonal
+    (default a new one); with no seasonal row the batch's own values are returned."""
     values = batch.values
     valid = batch.valid
     historical = valid & (batch.times_s < windows.analysis_start_s)
@@ -161,7 +165,9 @@ def adjust_for_season(
     adjusted = values
     chosen = best_period > 0
     if chosen.any():
-        adjusted = values.copy()
+        adjusted = values.copy() if out is None else out
+        if out is not None:
+            np.copyto(out, values)
         for period_s in np.unique(best_period[chosen]):
             rows = np.flatnonzero(best_period == period_s)
             adjusted[rows] = subtract_phase_profile(
