@@ -17,12 +17,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from regbot.detection.change_test import ChangeTest, change_test
+from regbot.detection.change_test import ChangeTest, change_tests
 from regbot.detection.changepoint import CHUNK_ROWS, detect_window_changes
 from regbot.detection.discoveries import discovery_cut
 from regbot.detection.fleet_load import LoadRemoval, remove_fleet_load
 from regbot.detection.long_term import detect_long_term_rows, screen_long_term
 from regbot.detection.model import Candidate, Verdict
+from regbot.detection.scratch import borrowed
 from regbot.detection.season_adjust import adjust_for_season
 from regbot.detection.series_batch import SeriesBatch, WindowBounds
 from regbot.detection.short_term_filters import judge_candidates
@@ -132,28 +133,31 @@ def _chunk_candidates(
     batch: SeriesBatch, load: LoadRemoval, windows: WindowBounds, settings: DetectionSettings
 ) -> list[Candidate]:
     start, end = window_search_ranges(batch, windows)
-    values, _ = adjust_for_season(
-        batch, windows, settings.seasonality.periods_s, settings.seasonality.acf_alpha
-    )
-    points = detect_window_changes(values, batch.lengths, start, end, settings.change_point)
-    chosen = np.flatnonzero(
-        (points.index >= 0)
-        & (points.p_value < settings.change_point.alpha)
-        & (points.mean_after > points.mean_before)
-    )
-    candidates = []
-    for row in chosen.tolist():
-        row_times, row_values = batch.row(row)
-        k = int(points.index[row])
-        test = change_test(
-            values[row, : batch.lengths[row]],
-            int(points.segment_start[row]),
-            k,
-            float(points.p_value[row]),
+    season = settings.seasonality
+    with borrowed(batch.values.shape) as adjusted:  # the tests hold none of its rows
+        values, _ = adjust_for_season(
+            batch, windows, season.periods_s, season.acf_alpha, out=adjusted
+        )
+        points = detect_window_changes(values, batch.lengths, start, end, settings.change_point)
+        chosen = np.flatnonzero(
+            (points.index >= 0)
+            & (points.p_value < settings.change_point.alpha)
+            & (points.mean_after > points.mean_before)
+        )
+        rows = chosen.tolist()
+        tests = change_tests(
+            [values[row, : batch.lengths[row]] for row in rows],
+            points.segment_start[chosen].tolist(),
+            points.index[chosen].tolist(),
+            points.p_value[chosen].tolist(),
             settings.change_point.alpha,
         )
+    candidates = []
+    for row, test in zip(rows, tests):
         if not test.passed:
             continue
+        row_times, row_values = batch.row(row)
+        k = int(points.index[row])
         candidates.append(
             Candidate(
                 series_id=batch.ids[row],
