@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from regbot.detection.blas_threads import one_blas_thread
 from regbot.detection.change_test import ChangeTest, change_tests
 from regbot.detection.changepoint import CHUNK_ROWS, detect_window_changes
 from regbot.detection.discoveries import discovery_cut
@@ -228,7 +229,13 @@ def detect_partition(
     (estimated from the partition's rows), change points and their test, the long-term screen
     and detector. A pure function of its arguments: a worker process or a Dask worker gives
     the same findings as the caller's process."""
-    series = list(series)
+    with one_blas_thread():
+        return _detect_partition(list(series), settings, windows)
+
+
+def _detect_partition(
+    series: list[Series], settings: DetectionSettings, windows: WindowBounds
+) -> PartitionFindings:
     groups, use = plan_windows(series, windows, settings.workload.windows)
     parts = []
     for bounds, members in groups:
@@ -292,7 +299,9 @@ def combine_findings(
     survivors = dict.fromkeys(
         (Stage.ENOUGH_DATA, Stage.WENT_AWAY, Stage.SEASONALITY, Stage.THRESHOLD), 0
     )
-    for candidate, verdicts in zip(candidates, judge_candidates(candidates, settings)):
+    with one_blas_thread():
+        judged = judge_candidates(candidates, settings)
+    for candidate, verdicts in zip(candidates, judged):
         for verdict in verdicts:
             candidate = candidate.with_verdict(verdict)
             survivors[verdict.stage] += verdict.passed
