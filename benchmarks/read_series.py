@@ -19,7 +19,14 @@ of the same file with default options (`pyarrow.csv.read_csv`, `pyarrow.json.rea
 `pyarrow.parquet.read_table`), which only parses into Arrow columns. Seconds are the median of
 `--repeat` runs (the fastest in brackets); the page cache is warm.
 
+Then the partitioned read of the Parquet file, as `regbot detect` reads a clustered file: the
+survey (`plan_series_partitions`), every partition's `load` and the `SeriesBatch` the detector
+builds of it (`SeriesBatch.from_series`), in CPU seconds (user + system, all threads), beside the
+CPU seconds of pyarrow's `read_table` of the same file. `--file` measures only this, on a given
+clustered Parquet or Arrow file (e.g. 100,000 series x 1,500 points).
+
     python benchmarks/read_series.py [--series 3000] [--points 1500] [--repeat 3] [--dir /tmp/x]
+    python benchmarks/read_series.py --file fleet.parquet [--partition-series 10000]
 """
 
 from __future__ import annotations
@@ -47,6 +54,9 @@ import json, resource, sys, time
 from pathlib import Path
 import pyarrow as pa, pyarrow.csv, pyarrow.json, pyarrow.parquet
 pa.array([0.0]).to_numpy()
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 """
 
 REGBOT = """
@@ -65,10 +75,33 @@ FLOOR = """
 read = {"csv": pyarrow.csv.read_csv, "jsonl": pyarrow.json.read_json,
         "parquet": pyarrow.parquet.read_table}[sys.argv[2]]
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-t = time.perf_counter()
+t, c = time.perf_counter(), cpu()
 table = read(sys.argv[1])
-seconds = time.perf_counter() - t
-print(json.dumps({"seconds": seconds, "rows": table.num_rows, "base_mb": base,
+seconds, cpu_seconds = time.perf_counter() - t, cpu() - c
+print(json.dumps({"seconds": seconds, "cpu": cpu_seconds, "rows": table.num_rows, "base_mb": base,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+PARTITIONED = """
+from regbot.detection.series_batch import SeriesBatch
+from regbot.profiles.series_partitions import plan_series_partitions
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+t, c = time.perf_counter(), cpu()
+partitions, survey = plan_series_partitions([Path(sys.argv[1])], int(sys.argv[2]))
+surveyed = cpu()
+load = batch = 0.0
+series = points = 0
+for partition in partitions:
+    a = cpu()
+    loaded = partition.load()
+    b = cpu()
+    SeriesBatch.from_series(loaded)
+    load, batch = load + b - a, batch + cpu() - b
+    series, points = series + len(loaded), points + sum(int(s.values.size) for s in loaded)
+    del loaded
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu": cpu() - c, "survey": surveyed - c,
+                  "load": load, "batch": batch, "series": series, "points": points,
+                  "streamed": survey.streamed, "partitions": len(partitions), "base_mb": base,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -160,6 +193,37 @@ def shown(seconds: list[float]) -> str:
     return f"{statistics.median(seconds):6.2f} ({min(seconds):.2f})"
 
 
+def partitioned_read(path: Path, partition_series: int, repeat: int) -> None:
+    """The partitioned read's CPU seconds (survey, loads, batches; medians of ``repeat`` runs,
+    each in a child process) beside pyarrow's ``read_table`` of the same file."""
+    warm_page_cache(path)
+    runs = [run_child(PARTITIONED, str(path), str(partition_series)) for _ in range(repeat)]
+    floors = [run_child(FLOOR, str(path), "parquet") for _ in range(repeat)]
+    if not all(run["streamed"] for run in runs):
+        print(f"{path.name}: not clustered, read whole (the general path)")
+
+    def cpu(key: str, found: list[dict[str, float]]) -> str:
+        return shown([run[key] for run in found])
+
+    print(
+        f"\npartitioned read of {path.name} ({runs[0]['series']:,.0f} series,"
+        f" {runs[0]['points']:,.0f} points, {runs[0]['partitions']:,.0f} partitions"
+        f" of <= {partition_series:,}), CPU s (user + system):"
+    )
+    print(
+        f"{'survey':>14} {'loads':>14} {'batches':>14} {'total':>14} {'peak MB':>8}"
+        f" {'read_table':>14} {'peak MB':>8} {'total/read_table':>17}"
+    )
+    total = statistics.median(run["cpu"] for run in runs)
+    floor = statistics.median(run["cpu"] for run in floors)
+    print(
+        f"{cpu('survey', runs):>14} {cpu('load', runs):>14} {cpu('batch', runs):>14}"
+        f" {cpu('cpu', runs):>14} {max(run['peak_mb'] for run in runs):>8,.0f}"
+        f" {cpu('cpu', floors):>14} {max(run['peak_mb'] for run in floors):>8,.0f}"
+        f" {total / floor:>16.2f}x"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=3000)
@@ -168,9 +232,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", type=Path, help="work folder, kept (default: a temporary one)")
     parser.add_argument("--write-files", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--file", type=Path, help="only the partitioned read of this file")
+    parser.add_argument("--partition-series", type=int, default=10_000)
     args = parser.parse_args()
     if args.write_files:
         write_files(args.write_files, args.series, args.points, args.seed)
+        return
+    if args.file:
+        partitioned_read(args.file, args.partition_series, args.repeat)
         return
     work = args.dir or Path(tempfile.mkdtemp(prefix="regbot-read-series-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -204,6 +273,8 @@ def main() -> None:
         verdict = "met" if results["CSV"] <= TARGET_CSV_SECONDS else "NOT met"
         print(f"CSV read in {results['CSV']:.2f}s: target <= {TARGET_CSV_SECONDS:.0f}s {verdict}")
         print(f"Parquet faster than CSV: {results['Parquet'] < results['CSV']}")
+        partition_series = min(args.partition_series, max(args.series // 3, 1))
+        partitioned_read(files["Parquet"], partition_series, args.repeat)
     finally:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -8,6 +8,7 @@ Design: docs/design/change_test.md
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,17 +17,19 @@ from scipy.ndimage import median_filter
 from scipy.stats import mannwhitneyu
 
 from regbot.detection.dist import norm_sf, t_sf
+from regbot.detection.moments import mean, std, var
 from regbot.detection.noise_shape import (
     MAD_NORMAL,
     SMOOTH_POINTS,
     noise_shape,
     rolling_levels,
     smooth_residual,
+    smooth_residuals,
 )
 from regbot.detection.order_stats import mad
 from regbot.detection.rank_tests import brunner_munzel_greater
 
-__all__ = ["ChangeTest", "MAX_SKEW", "change_test"]
+__all__ = ["ChangeTest", "MAX_SKEW", "change_test", "change_tests"]
 
 MAX_SKEW = 0.5  # |skewness| of the residuals beyond which noise counts as skewed
 MIN_STRETCHES = 20
@@ -51,8 +54,42 @@ def change_test(
     model's segment starting at ``segment_start`` (docs/design/change_test.md). ``p_likelihood``: the
     likelihood-ratio test's p-value for it."""
     v = np.asarray(values, np.float64)
-    before, after = v[segment_start:k], v[k:]
+    before = v[segment_start:k]
     residual = smooth_residual(before) if len(before) >= SMOOTH_POINTS else None
+    return _test(v, segment_start, k, p_likelihood, alpha, residual)
+
+
+def change_tests(
+    samples: Sequence[np.ndarray],
+    segment_start: Sequence[int],
+    k: Sequence[int],
+    p_likelihood: Sequence[float],
+    alpha: float,
+) -> list[ChangeTest]:
+    """``change_test`` of each sample (its segment start, change index and likelihood-ratio
+    p-value), the same tests: the noise residuals of all the samples' points before their
+    changes come from one rolling-median pass (``smooth_residuals``)."""
+    arrays = [np.asarray(v, np.float64) for v in samples]
+    befores = [v[s:j] for v, s, j in zip(arrays, segment_start, k)]
+    residuals = smooth_residuals([b for b in befores if len(b) >= SMOOTH_POINTS])
+    found = iter(residuals)
+    return [
+        _test(v, s, j, p, alpha, next(found) if len(b) >= SMOOTH_POINTS else None)
+        for v, s, j, p, b in zip(arrays, segment_start, k, p_likelihood, befores)
+    ]
+
+
+def _test(
+    v: np.ndarray,
+    segment_start: int,
+    k: int,
+    p_likelihood: float,
+    alpha: float,
+    residual: np.ndarray | None,
+) -> ChangeTest:
+    """``change_test`` given the residual of the points before the change (None for fewer than
+    ``SMOOTH_POINTS`` of them)."""
+    before, after = v[segment_start:k], v[k:]
     shape = noise_shape(before, residual=residual)
     skew = _residual_skewness(before, residual)
     numbers: dict[str, object] = {
@@ -74,13 +111,13 @@ def change_test(
         skewed_p = _skew_adjusted_p(welch_p, skew, len(after))
         numbers["p_welch_skew_adjusted"] = skewed_p
         rank_p = max(rank_p, skewed_p)
-    level = float(after.mean())
+    level = mean(after)
     history = v[:k]
     stretches = rolling_levels(history, len(after), "mean") if k > len(after) else None
     numbers.update(p_rank=rank_p, level_after=level)
     p = rank_p
     if stretches is not None and len(stretches) >= MIN_STRETCHES:
-        centre, spread = float(stretches.mean()), float(stretches.std(ddof=1))
+        centre, spread = mean(stretches), std(stretches, ddof=1)
         persistence_p = (
             norm_sf((level - centre) / spread) if spread > 0 else (0.0 if level > centre else 1.0)
         )
@@ -138,13 +175,13 @@ def _welch_p(before: np.ndarray, after: np.ndarray, history: np.ndarray) -> floa
     n1, n2 = len(before), len(after)
     if n1 < 1 or n2 < 2:
         return 1.0
-    diffs = np.diff(history)
+    diffs = history[1:] - history[:-1]  # np.diff
     scale = MAD_NORMAL * mad(diffs) if len(diffs) else 0.0
-    var_before = scale * scale / 2 if scale > 0 else (float(before.var(ddof=1)) if n1 > 1 else 0.0)
-    v1, v2 = var_before / n1, float(after.var(ddof=1)) / n2
+    var_before = scale * scale / 2 if scale > 0 else (var(before, ddof=1) if n1 > 1 else 0.0)
+    v1, v2 = var_before / n1, var(after, ddof=1) / n2
     if v1 + v2 <= 0:
         return 1.0
-    t = (float(after.mean()) - float(before.mean())) / np.sqrt(v1 + v2)
+    t = (mean(after) - mean(before)) / np.sqrt(v1 + v2)
     df1 = max(len(history) - 1, 1)
     df = (v1 + v2) ** 2 / (v1 * v1 / df1 + v2 * v2 / (n2 - 1))
     return t_sf(t, df)
@@ -157,8 +194,8 @@ def _residual_skewness(values: np.ndarray, residual: np.ndarray | None = None) -
         return None
     if residual is None:
         residual = values - median_filter(values, size=SMOOTH_POINTS, mode="nearest")
-    residual = residual - residual.mean()
-    sd = float(residual.std())
+    residual = residual - mean(residual)
+    sd = std(residual)
     if sd <= 0:
         return None
-    return float((residual**3).mean() / sd**3)
+    return mean(np.power(residual, 3, out=residual)) / sd**3

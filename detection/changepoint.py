@@ -1,26 +1,27 @@
 """Change-point detector (FBDetect §5.2.1): CUSUM and EM iterated to the most likely single mean
 shift, then the likelihood-ratio chi-squared test. Vectorised over a whole batch of series.
 
-Complexity: O((cuts + 2) × iterations × rows × points) time, O(chunk × points) memory; the
-posterior costs one sort of the window and its margins per row.
+Complexity: O((cuts + 2) × iterations × rows × points) time, O(chunk × points) memory (the
+prefix sums; the scans work on blocks of rows that stay in cache, ``changepoint_split.py``);
+the posterior costs one sort of the window and its margins per row.
 Design: docs/design/changepoint.md
 """
 
 from __future__ import annotations
-
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 from scipy.stats import chi2
 
 from regbot.detection.change_time import change_posterior, density_interval, mass_between
+from regbot.detection.changepoint_split import Direction, row_blocks, split
+from regbot.detection.scratch import borrowed
 from regbot.detection.series_batch import ChangePoints
 from regbot.detection.stage_settings import ChangePointSettings
 
-CHUNK_ROWS = 2048
+__all__ = ["CHUNK_ROWS", "Direction", "detect_change_points", "detect_window_changes"]
 
-Direction = Literal["increase", "decrease", "both"]
+CHUNK_ROWS = 2048
 
 
 def detect_change_points(
@@ -54,12 +55,13 @@ def detect_change_points(
     end = _per_row(search_end, seg_hi)
     parts = []
     for lo, hi in _chunks(n):
-        mean, p1, p2 = _prefix_sums(values[lo:hi], lengths[lo:hi])
-        segment = seg_lo[lo:hi], seg_hi[lo:hi]
-        search = start[lo:hi], end[lo:hi]
-        split = _split(p1, p2, *segment, *search, settings, direction)
-        prior = segment[0], segment[1] + 1
-        parts.append(_finish(split, mean, (p1, p2), segment, prior, search, settings))
+        with borrowed((2, hi - lo, values.shape[1] + 1)) as sums:
+            mean, p1, p2 = _prefix_sums(values[lo:hi], lengths[lo:hi], sums)
+            segment = seg_lo[lo:hi], seg_hi[lo:hi]
+            search = start[lo:hi], end[lo:hi]
+            found = split(p1, p2, *segment, *search, settings, direction)
+            prior = segment[0], segment[1] + 1
+            parts.append(_finish(found, mean, (p1, p2), segment, prior, search, settings))
     return _concat(parts)
 
 
@@ -115,197 +117,38 @@ def _concat(parts: list[tuple[np.ndarray, ...]]) -> ChangePoints:
     return ChangePoints(*(np.concatenate(column) for column in zip(*parts)))
 
 
-def _prefix_sums(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, ...]:
+def _prefix_sums(
+    values: np.ndarray, lengths: np.ndarray, out: np.ndarray | None = None
+) -> tuple[np.ndarray, ...]:
     """Row means and (rows, T + 1) prefix sums of the centred values and their squares, with a
-    leading zero: ``p1[:, k]`` is the sum of the first k points."""
+    leading zero: ``p1[:, k]`` is the sum of the first k points. Computed in blocks of rows
+    (``row_blocks``) so the temporaries stay in cache; each row's sums are those of the whole
+    array at once (the same reductions and accumulations along the row). ``out``: a (2, rows,
+    T + 1) array to hold p1 and p2 (``scratch.borrowed``), default new."""
     m, width = values.shape
-    valid = np.arange(width)[None, :] < lengths[:, None]
-    mean = np.where(valid, values, 0.0).sum(axis=1) / np.maximum(lengths, 1)
-    centred = np.where(valid, values - mean[:, None], 0.0)
-    p1 = np.zeros((m, width + 1))
-    np.cumsum(centred, axis=1, out=p1[:, 1:])
-    p2 = np.zeros((m, width + 1))
-    np.cumsum(centred * centred, axis=1, out=p2[:, 1:])
+    mean = np.empty(m)
+    p1, p2 = np.empty((2, m, width + 1)) if out is None else out
+    p1[:, 0] = 0.0
+    p2[:, 0] = 0.0
+    columns = np.arange(width)[None, :]
+    contiguous = values.flags.c_contiguous
+    for a, b in row_blocks(m, width):
+        n = lengths[a:b]
+        if contiguous and n.min(initial=width) >= width:  # every point valid: no mask
+            mean[a:b] = values[a:b].sum(axis=1) / np.maximum(n, 1)
+            centred = values[a:b] - mean[a:b, None]
+        else:
+            valid = columns < n[:, None]
+            mean[a:b] = np.where(valid, values[a:b], 0.0).sum(axis=1) / np.maximum(n, 1)
+            centred = np.where(valid, values[a:b] - mean[a:b, None], 0.0)
+        np.cumsum(centred, axis=1, out=p1[a:b, 1:])
+        np.multiply(centred, centred, out=centred)
+        np.cumsum(centred, axis=1, out=p2[a:b, 1:])
     return mean, p1, p2
 
 
-def _split(
-    p1: np.ndarray,
-    p2: np.ndarray,
-    seg_lo: np.ndarray,
-    seg_hi: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    settings: ChangePointSettings,
-    direction: Direction,
-    iterate: bool = True,
-) -> tuple[np.ndarray, ...]:
-    """The most likely split of each row's segment: (k, mu0, mu1, llr, iterations, stable,
-    testable), means relative to the row mean. ``iterate=False`` skips CUSUM/EM and takes the
-    exact ML split at once (the same k; for the baseline's older changes, where no iteration
-    diagnostics are reported). Only the band of columns some row may split at is scanned."""
-    if direction == "both":
-        if iterate:
-            up = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "increase", iterate)
-            down = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "decrease", iterate)
-        else:
-            up, down = _exact_splits(p1, p2, seg_lo, seg_hi, start, end, settings)
-        take_down = down[3] > up[3]
-        return tuple(np.where(take_down, d, u) for u, d in zip(up, down))
-    sign = -1.0 if direction == "decrease" else 1.0
-    m = p1.shape[0]
-    rows = np.arange(m)
-    n_seg = np.maximum(seg_hi - seg_lo, 1)
-    base = sign * p1[rows, seg_lo]
-    total = sign * p1[rows, seg_hi] - base  # segment sum
-    testable, first, stop, allowed, count = _band(p1, seg_lo, seg_hi, start, end, settings)
-    before = sign * p1[:, first:stop] - base[:, None]  # sum of the segment's points before k
-
-    def lowest_cusum(level: np.ndarray) -> np.ndarray:
-        score = before - count * level[:, None]
-        lowest: npt.NDArray[np.intp] = first + np.where(allowed, score, np.inf).argmin(axis=1)
-        return lowest
-
-    k = lowest_cusum(total / n_seg)
-    iterations = np.zeros(m, np.int64)
-    moving = testable.copy() if iterate else np.zeros(m, bool)
-    for _ in range(settings.max_iterations):
-        if not moving.any():
-            break
-        iterations += moving
-        mu0, mu1 = _means(p1, seg_lo, n_seg, sign, base, total, k)
-        new_k = lowest_cusum((mu0 + mu1) / 2)
-        moved = new_k != k
-        k = np.where(moving, new_k, k)
-        moving &= moved
-    stable = testable & ~moving
-
-    # the exact maximum-likelihood split over the same positions (increases: CUSUM below 0)
-    cusum = before - count * (total / n_seg)[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gain = cusum * cusum / (count * (n_seg[:, None] - count))
-    gain = np.where(allowed & (cusum < 0), gain, -np.inf)
-    k = _better(gain, k, first, stop, testable)
-    return _fitted(p1, p2, seg_lo, seg_hi, sign, k, testable, iterations, stable)
-
-
-def _band(
-    p1: np.ndarray,
-    seg_lo: np.ndarray,
-    seg_hi: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    settings: ChangePointSettings,
-) -> tuple[np.ndarray, int, int, np.ndarray, np.ndarray]:
-    """(testable, first, stop, allowed, count): the rows with a position to split at, the band
-    of columns ``[first, stop)`` some row may split at, which of them each row may, and the
-    segment's points before each."""
-    width1 = p1.shape[1]
-    side = settings.min_points_each_side
-    lo = np.maximum(start, seg_lo + side)
-    hi = np.minimum(end, seg_hi - side + 1)  # k < hi
-    testable = lo < hi
-    first = int(np.clip(lo[testable].min(), 0, width1 - 1)) if testable.any() else 0
-    stop = int(np.clip(hi[testable].max(), first + 1, width1)) if testable.any() else 1
-    band = np.arange(first, stop)[None, :]
-    allowed = (band >= lo[:, None]) & (band < hi[:, None])
-    count = band - seg_lo[:, None]  # points of the segment before k
-    return testable, first, stop, allowed, count
-
-
-def _means(
-    p1: np.ndarray,
-    seg_lo: np.ndarray,
-    n_seg: np.ndarray,
-    sign: float,
-    base: np.ndarray,
-    total: np.ndarray,
-    k: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The segment's (signed) means before and from ``k``."""
-    kk = np.clip(k - seg_lo, 1, np.maximum(n_seg - 1, 1))
-    ahead = sign * p1[np.arange(len(k)), seg_lo + kk] - base
-    return ahead / kk, (total - ahead) / np.maximum(n_seg - kk, 1)
-
-
-def _better(
-    gain: np.ndarray, k: np.ndarray, first: int, stop: int, testable: np.ndarray
-) -> np.ndarray:
-    """``k``, or the band's position of the largest ``gain`` where that is larger."""
-    rows = np.arange(len(k))
-    best = gain.argmax(axis=1)
-    better = gain[rows, best] > gain[rows, np.clip(k - first, 0, stop - first - 1)]
-    out: np.ndarray = np.where(testable & better, first + best, k)
-    return out
-
-
-def _fitted(
-    p1: np.ndarray,
-    p2: np.ndarray,
-    seg_lo: np.ndarray,
-    seg_hi: np.ndarray,
-    sign: float,
-    k: np.ndarray,
-    testable: np.ndarray,
-    iterations: np.ndarray,
-    stable: np.ndarray,
-) -> tuple[np.ndarray, ...]:
-    """``_split``'s columns for the split at ``k``: the means and the likelihood ratio."""
-    rows = np.arange(len(k))
-    n_seg = np.maximum(seg_hi - seg_lo, 1)
-    base = sign * p1[rows, seg_lo]
-    total = sign * p1[rows, seg_hi] - base  # segment sum
-    mu0, mu1 = _means(p1, seg_lo, n_seg, sign, base, total, k)
-    kk = np.clip(k - seg_lo, 1, np.maximum(n_seg - 1, 1)).astype(np.float64)
-    n_after = np.maximum(n_seg - kk, 1)
-    sq_total = p2[rows, seg_hi] - p2[rows, seg_lo]
-    sq_before = p2[rows, seg_lo + kk.astype(np.int64)] - p2[rows, seg_lo]
-    sum_before, sum_after = mu0 * kk, mu1 * n_after
-    rss1 = (sq_before - sum_before * mu0) + ((sq_total - sq_before) - sum_after * mu1)
-    var0 = (sq_total - total * total / n_seg) / n_seg  # σ̃², population variance
-    llr = _log_likelihood_ratio(n_seg.astype(np.float64), var0, np.maximum(rss1, 0.0))
-    llr = np.where(testable, llr, 0.0)
-    return k, sign * mu0, sign * mu1, llr, iterations, stable, testable
-
-
-def _exact_splits(
-    p1: np.ndarray,
-    p2: np.ndarray,
-    seg_lo: np.ndarray,
-    seg_hi: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    settings: ChangePointSettings,
-) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
-    """``_split`` without iterations for increases and for decreases, from one scan of the band.
-
-    A decrease's band arrays are an increase's negated — its points' sums before k, its CUSUM
-    and its CUSUM's starting position (the lowest of −CUSUM, i.e. the highest CUSUM) — and its
-    gain is the same square, so both directions' positions come from the same arrays, exactly
-    as two scans would find them."""
-    m = p1.shape[0]
-    rows = np.arange(m)
-    n_seg = np.maximum(seg_hi - seg_lo, 1)
-    base = p1[rows, seg_lo]
-    total = p1[rows, seg_hi] - base
-    testable, first, stop, allowed, count = _band(p1, seg_lo, seg_hi, start, end, settings)
-    before = p1[:, first:stop] - base[:, None]
-    cusum = before - count * (total / n_seg)[:, None]
-    lowest_up = first + np.where(allowed, cusum, np.inf).argmin(axis=1)
-    lowest_down = first + np.where(allowed, cusum, -np.inf).argmax(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gain = cusum * cusum / (count * (n_seg[:, None] - count))
-    none = np.zeros(m, np.int64)
-    stable = testable.copy()  # testable & ~moving, with nothing moving
-    out = []
-    for sign, side, lowest in ((1.0, cusum < 0, lowest_up), (-1.0, cusum > 0, lowest_down)):
-        k = _better(np.where(allowed & side, gain, -np.inf), lowest, first, stop, testable)
-        out.append(_fitted(p1, p2, seg_lo, seg_hi, sign, k, testable, none, stable))
-    return out[0], out[1]
-
-
 def _finish(
-    split: tuple[np.ndarray, ...],
+    found: tuple[np.ndarray, ...],
     row_mean: np.ndarray,
     sums: tuple[np.ndarray, np.ndarray],
     segment: tuple[np.ndarray, np.ndarray],
@@ -315,7 +158,7 @@ def _finish(
 ) -> tuple[np.ndarray, ...]:
     """ChangePoints columns from a split: p-values, absolute means, the posterior's mass in
     ``window`` (prior support ``prior``) and the change-time interval."""
-    k, mu0, mu1, llr, iterations, stable, testable = split
+    k, mu0, mu1, llr, iterations, stable, testable = found
     index = np.where(testable, k, -1)
     p_value = np.where(testable, chi2.sf(llr, 2), 1.0)
     side = settings.min_points_each_side
@@ -337,7 +180,21 @@ def _window_chunk(
     settings: ChangePointSettings,
     direction: Direction,
 ) -> tuple[np.ndarray, ...]:
-    mean, p1, p2 = _prefix_sums(values, lengths)
+    with borrowed((2, len(lengths), values.shape[1] + 1)) as sums:
+        return _window_split(values, lengths, window_start, window_end, settings, direction, sums)
+
+
+def _window_split(
+    values: np.ndarray,
+    lengths: np.ndarray,
+    window_start: np.ndarray,
+    window_end: np.ndarray,
+    settings: ChangePointSettings,
+    direction: Direction,
+    sums: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """``detect_window_changes``' columns for one chunk, its prefix sums held in ``sums``."""
+    mean, p1, p2 = _prefix_sums(values, lengths, sums)
     m = len(lengths)
     side = settings.min_points_each_side
     margin = np.ceil(settings.search_margin * (window_end - window_start)).astype(np.int64)
@@ -358,7 +215,8 @@ def _window_chunk(
         if not len(active):
             break
         lo, end = seg_lo[active], window_start[active]
-        early = _significant_split(p1[active], p2[active], lo, end, lo, end, settings)
+        rows = None if len(active) == m else active  # every row: no index needed
+        early = _significant_split(p1, p2, rows, lo, end, lo, end, settings)
         seg_lo[active] = np.where(early >= 0, early, lo)
         active = active[early >= 0]
         active = active[can_hold(active)]
@@ -366,10 +224,10 @@ def _window_chunk(
     # the change in the window: §5.2.1's split, searched in the window, on the segment; kept
     # when the window holds at least min_window_share of the change's posterior on the window
     # and its margins (otherwise the data place the change outside the window)
-    split = _split(p1, p2, seg_lo, seg_hi, window_start, window_end, settings, direction)
+    found = split(p1, p2, seg_lo, seg_hi, window_start, window_end, settings, direction)
     prior = np.maximum(near_lo, seg_lo), np.minimum(near_hi, seg_hi + 1)
     window = window_start, window_end
-    columns = _finish(split, mean, (p1, p2), (seg_lo, seg_hi), prior, window, settings)
+    columns = _finish(found, mean, (p1, p2), (seg_lo, seg_hi), prior, window, settings)
     index, share, first, last = columns[0], columns[9], columns[10], columns[11]
     outside = share < settings.min_window_share
     return (
@@ -381,38 +239,19 @@ def _window_chunk(
 def _significant_split(
     p1: np.ndarray,
     p2: np.ndarray,
+    rows: np.ndarray | None,
     seg_lo: np.ndarray,
     seg_hi: np.ndarray,
     start: np.ndarray,
     end: np.ndarray,
     settings: ChangePointSettings,
 ) -> np.ndarray:
-    """Per row, the most likely split (either direction) of ``[seg_lo, seg_hi)`` within
-    ``[start, end)`` when its p-value times the number of positions searched is below
-    ``alpha``; -1 otherwise."""
-    split = _split(p1, p2, seg_lo, seg_hi, start, end, settings, "both", iterate=False)
-    k, llr, testable = split[0], split[3], split[6]
+    """Per row (of ``rows`` of the prefix sums, None for all), the most likely split (either
+    direction) of ``[seg_lo, seg_hi)`` within ``[start, end)`` when its p-value times the
+    number of positions searched is below ``alpha``; -1 otherwise."""
+    found = split(p1, p2, seg_lo, seg_hi, start, end, settings, "both", iterate=False, rows=rows)
+    k, llr, testable = found[0], found[3], found[6]
     side = settings.min_points_each_side
     searched = np.minimum(end, seg_hi - side + 1) - np.maximum(start, seg_lo + side)
     significant = testable & (chi2.sf(llr, 2) * np.maximum(searched, 1) < settings.alpha)
     return np.where(significant, k, -1)
-
-
-def _log_likelihood_ratio(n: np.ndarray, var0: np.ndarray, rss1: np.ndarray) -> np.ndarray:
-    """-2·log(L0/L1) for Gaussian models: ``n·log(σ̃²/s²) + 2`` with ``s² = rss1/(n-2)``.
-
-    A constant series has no change (LLR 0). A perfect step (s² = 0 with σ̃² > 0) takes
-    s = 0.01·σ̃, as Kats does, which makes it decisively significant rather than infinite.
-    The closed form dips just below 0 when the split explains nothing (s² > σ̃²); such values
-    are clamped to 0 (p = 1).
-    """
-    scale = np.where(n > 2, rss1 / np.maximum(n - 2, 1), 0.0)
-    perfect = (scale <= 0) & (var0 > 0)
-    scale = np.where(perfect, var0 * 1e-4, scale)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        llr = np.where(
-            perfect,
-            n * np.log(1e4) + n,  # the residual term vanishes when s is substituted
-            n * np.log(var0 / scale) + 2.0,
-        )
-    return np.where((var0 > 0) & np.isfinite(llr), np.maximum(llr, 0.0), 0.0)

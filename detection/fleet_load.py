@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from regbot.detection.noise_shape import MAD_NORMAL
 from regbot.detection.presets import DAY_S
+from regbot.detection.row_medians import row_medians_in_place
 from regbot.detection.series_batch import SeriesBatch
 from regbot.detection.stage_settings import FleetLoadSettings
 
@@ -21,6 +22,10 @@ __all__ = ["LoadRemoval", "remove_fleet_load"]
 
 CLIP_Z = 8.0
 POWER_STEPS = 3
+# Rows per block of the per-row passes: a block's temporaries (~10 MB at 1,500 points) stay
+# below the allocator's mmap threshold, so each block reuses the last one's memory instead of
+# faulting in fresh pages (the results do not depend on it: rows are independent).
+BLOCK_ROWS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +92,8 @@ def remove_fleet_load(
         return batch, LoadRemoval.none(n)
     loading, t_stat, r2 = np.zeros(n), np.zeros(n), np.zeros(n)
     values = batch.values
-    for lo in range(0, len(usable), 4096):
-        rows = usable[lo : lo + 4096]
+    for lo in range(0, len(usable), BLOCK_ROWS):
+        rows = usable[lo : lo + BLOCK_ROWS]
         z = _standardise(values[rows, :history], centre[rows], scale[rows])
         fit = _loadings(z - z.mean(axis=1, keepdims=True), f_centred[:history], times[:history])
         loading[rows], t_stat[rows], r2[rows] = fit.b, fit.t, fit.level_r2
@@ -99,7 +104,9 @@ def remove_fleet_load(
     if len(adjust) == 0:
         return batch, LoadRemoval(loading, r2, amplitude, None)
     out = values.copy()
-    out[adjust] -= amplitude[adjust][:, None] * f_centred[None, :]
+    for lo in range(0, len(adjust), BLOCK_ROWS):
+        rows = adjust[lo : lo + BLOCK_ROWS]
+        out[rows] -= amplitude[rows][:, None] * f_centred[None, :]
     return replace(batch, values=out), LoadRemoval(loading, r2, amplitude, f_centred)
 
 
@@ -155,9 +162,19 @@ def _shared_axis(batch: SeriesBatch) -> bool:
 
 def _robust_centre_scale(history: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row: the median and 1.4826 × MAD of its historical levels (the standard deviation
-    where the MAD is 0; 0 for a constant row)."""
-    centre = np.median(history, axis=1)
-    scale = MAD_NORMAL * np.median(np.abs(history - centre[:, None]), axis=1)
+    where the MAD is 0; 0 for a constant row). Exactly ``np.median`` of the rows and of their
+    absolute deviations, in one working copy of the history: one partition per statistic at
+    the upper middle, the lower middle (even lengths) the largest value left of it. Rows holding
+    NaN take ``np.median``'s own path (NaN, as it gives)."""
+    if np.isnan(history).any():
+        centre = np.median(history, axis=1)
+        scale = MAD_NORMAL * np.median(np.abs(history - centre[:, None]), axis=1)
+    else:
+        work = np.array(history, dtype=np.float64, order="C")
+        centre = row_medians_in_place(work)
+        np.subtract(work, centre[:, None], out=work)
+        np.abs(work, out=work)
+        scale = MAD_NORMAL * row_medians_in_place(work)
     flat = scale <= 0
     if flat.any():
         scale[flat] = history[flat].std(axis=1)
@@ -177,11 +194,11 @@ def _estimate_factor(
     then ``settings.iterations`` rounds of loadings on the history and robust cross-sectional
     weighted least squares per column. Scaled to unit variance over the history."""
     history = len(history_times_s)
-    zh_mean = z[:, :history].mean(axis=1, keepdims=True)
-    zc_all = z - zh_mean
+    zc_all = z - z[:, :history].mean(axis=1, keepdims=True)
     factor = zc_all.mean(axis=0)
     for _ in range(POWER_STEPS):  # towards the leading principal component
         factor = _unit(zc_all.T @ (zc_all @ factor), history)
+    work, product = np.empty_like(zc_all), np.empty_like(zc_all)
     for _ in range(settings.iterations):
         factor = _unit(factor, history)
         if not factor.any():
@@ -191,12 +208,17 @@ def _estimate_factor(
         )
         b, noise_var = fit.b, fit.noise_var
         weight = b / noise_var  # per row: b_i / σ_i²
-        resid = (zc_all - np.outer(b, factor - factor[:history].mean())) / np.sqrt(noise_var)[
-            :, None
-        ]
-        u = np.minimum(1.0, settings.huber_k / np.maximum(np.abs(resid), 1e-12))
-        num = (u * weight[:, None] * zc_all).sum(axis=0)
-        den = (u * (weight * b)[:, None]).sum(axis=0)
+        # Huber weights u from the residuals e/σ, built in place in ``work``
+        np.multiply.outer(b, factor - factor[:history].mean(), out=work)
+        np.subtract(zc_all, work, out=work)
+        np.divide(work, np.sqrt(noise_var)[:, None], out=work)
+        np.abs(work, out=work)
+        np.maximum(work, 1e-12, out=work)
+        np.divide(settings.huber_k, work, out=work)
+        u = np.minimum(1.0, work, out=work)
+        np.multiply(u, weight[:, None], out=product)
+        num = (np.multiply(product, zc_all, out=product)).sum(axis=0)
+        den = np.multiply(u, (weight * b)[:, None], out=product).sum(axis=0)
         factor = np.where(den > 0, num / np.maximum(den, 1e-300), 0.0)
     return _unit(factor, history)
 

@@ -7,6 +7,7 @@ Design: docs/design/noise_shape.md
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -14,10 +15,18 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import median_filter, rank_filter
 
+from regbot.detection.moments import std
 from regbot.detection.order_stats import mad as median_absolute_deviation
 from regbot.detection.order_stats import median
 
-__all__ = ["NoiseShape", "level_of", "noise_shape", "rolling_levels", "smooth_residual"]
+__all__ = [
+    "NoiseShape",
+    "level_of",
+    "noise_shape",
+    "rolling_levels",
+    "smooth_residual",
+    "smooth_residuals",
+]
 
 MAD_NORMAL = 1.4826
 SMOOTH_POINTS = 25
@@ -51,6 +60,51 @@ def smooth_residual(values: np.ndarray) -> np.ndarray:
     return residual
 
 
+def smooth_residuals(samples: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``smooth_residual`` of each sample, the rolling medians of the samples of at least
+    ``SMOOTH_POINTS`` points from one filter pass over them laid end to end, each padded with
+    ``SMOOTH_POINTS // 2`` copies of its first and last value (what the filter's "nearest" mode
+    pads one sample with), so that every window holds what it holds in the sample's own pass
+    and its median is the same order statistic. Samples that are shorter, hold NaN (no order)
+    or a negative zero (a tie whose sign the filter's order would pick) get their own pass.
+    O(total points · SMOOTH_POINTS)."""
+    arrays = [np.asarray(s, dtype=np.float64) for s in samples]
+    joined = [i for i, v in enumerate(arrays) if v.ndim == 1 and v.size >= SMOOTH_POINTS]
+    padded = _end_to_end([arrays[i] for i in joined])
+    if _ambiguous_order(padded):
+        joined = [i for i in joined if not _ambiguous_order(arrays[i])]
+        padded = _end_to_end([arrays[i] for i in joined])
+    out: list[np.ndarray] = list(arrays)
+    alone = set(range(len(arrays))).difference(joined)
+    for i in alone:
+        out[i] = smooth_residual(arrays[i])
+    if not joined:
+        return out
+    medians = median_filter(padded, size=SMOOTH_POINTS, mode="nearest")
+    half = SMOOTH_POINTS // 2
+    start = half
+    for i in joined:
+        v = arrays[i]
+        out[i] = v - medians[start : start + v.size]
+        start += v.size + 2 * half
+    return out
+
+
+def _end_to_end(arrays: list[np.ndarray]) -> np.ndarray:
+    """The arrays laid end to end, each between ``SMOOTH_POINTS // 2`` copies of its first
+    value and as many of its last."""
+    half = SMOOTH_POINTS // 2
+    pieces = []
+    for v in arrays:
+        pieces += [np.full(half, v[0]), v, np.full(half, v[-1])]
+    return np.concatenate(pieces) if pieces else np.zeros(0)
+
+
+def _ambiguous_order(v: np.ndarray) -> bool:
+    """Whether ``v`` holds NaN or a negative zero."""
+    return bool(np.isnan(v).any() or (np.signbit(v) & (v == 0)).any())
+
+
 def noise_shape(
     values: np.ndarray,
     *,
@@ -66,7 +120,7 @@ def noise_shape(
     if residual is None:
         residual = smooth_residual(v)
     mad = median_absolute_deviation(residual)
-    sd = float(residual.std())
+    sd = std(residual)
     if mad <= 0.0:
         # More than half the residuals equal: a quantised or mostly constant series. Any spread
         # at all then comes from a minority of points — not normal unless there is none.

@@ -17,12 +17,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from regbot.detection.change_test import ChangeTest, change_test
+from regbot.detection.blas_threads import one_blas_thread
+from regbot.detection.change_test import ChangeTest, change_tests
 from regbot.detection.changepoint import CHUNK_ROWS, detect_window_changes
 from regbot.detection.discoveries import discovery_cut
 from regbot.detection.fleet_load import LoadRemoval, remove_fleet_load
 from regbot.detection.long_term import detect_long_term_rows, screen_long_term
 from regbot.detection.model import Candidate, Verdict
+from regbot.detection.scratch import borrowed
 from regbot.detection.season_adjust import adjust_for_season
 from regbot.detection.series_batch import SeriesBatch, WindowBounds
 from regbot.detection.short_term_filters import judge_candidates
@@ -132,28 +134,31 @@ def _chunk_candidates(
     batch: SeriesBatch, load: LoadRemoval, windows: WindowBounds, settings: DetectionSettings
 ) -> list[Candidate]:
     start, end = window_search_ranges(batch, windows)
-    values, _ = adjust_for_season(
-        batch, windows, settings.seasonality.periods_s, settings.seasonality.acf_alpha
-    )
-    points = detect_window_changes(values, batch.lengths, start, end, settings.change_point)
-    chosen = np.flatnonzero(
-        (points.index >= 0)
-        & (points.p_value < settings.change_point.alpha)
-        & (points.mean_after > points.mean_before)
-    )
-    candidates = []
-    for row in chosen.tolist():
-        row_times, row_values = batch.row(row)
-        k = int(points.index[row])
-        test = change_test(
-            values[row, : batch.lengths[row]],
-            int(points.segment_start[row]),
-            k,
-            float(points.p_value[row]),
+    season = settings.seasonality
+    with borrowed(batch.values.shape) as adjusted:  # the tests hold none of its rows
+        values, _ = adjust_for_season(
+            batch, windows, season.periods_s, season.acf_alpha, out=adjusted
+        )
+        points = detect_window_changes(values, batch.lengths, start, end, settings.change_point)
+        chosen = np.flatnonzero(
+            (points.index >= 0)
+            & (points.p_value < settings.change_point.alpha)
+            & (points.mean_after > points.mean_before)
+        )
+        rows = chosen.tolist()
+        tests = change_tests(
+            [values[row, : batch.lengths[row]] for row in rows],
+            points.segment_start[chosen].tolist(),
+            points.index[chosen].tolist(),
+            points.p_value[chosen].tolist(),
             settings.change_point.alpha,
         )
+    candidates = []
+    for row, test in zip(rows, tests):
         if not test.passed:
             continue
+        row_times, row_values = batch.row(row)
+        k = int(points.index[row])
         candidates.append(
             Candidate(
                 series_id=batch.ids[row],
@@ -224,7 +229,13 @@ def detect_partition(
     (estimated from the partition's rows), change points and their test, the long-term screen
     and detector. A pure function of its arguments: a worker process or a Dask worker gives
     the same findings as the caller's process."""
-    series = list(series)
+    with one_blas_thread():
+        return _detect_partition(list(series), settings, windows)
+
+
+def _detect_partition(
+    series: list[Series], settings: DetectionSettings, windows: WindowBounds
+) -> PartitionFindings:
     groups, use = plan_windows(series, windows, settings.workload.windows)
     parts = []
     for bounds, members in groups:
@@ -288,7 +299,9 @@ def combine_findings(
     survivors = dict.fromkeys(
         (Stage.ENOUGH_DATA, Stage.WENT_AWAY, Stage.SEASONALITY, Stage.THRESHOLD), 0
     )
-    for candidate, verdicts in zip(candidates, judge_candidates(candidates, settings)):
+    with one_blas_thread():
+        judged = judge_candidates(candidates, settings)
+    for candidate, verdicts in zip(candidates, judged):
         for verdict in verdicts:
             candidate = candidate.with_verdict(verdict)
             survivors[verdict.stage] += verdict.passed

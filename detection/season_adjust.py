@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 import numpy.typing as npt
 
+from regbot.detection.changepoint_split import row_blocks
 from regbot.detection.dist import norm_ppf
 from regbot.detection.series_batch import SeriesBatch, WindowBounds
 
@@ -68,10 +69,11 @@ def _phase_bucket(times: np.ndarray, origin_s: float, period_s: float, buckets: 
 
 def _shared_axis(times: np.ndarray, valid: np.ndarray) -> np.ndarray | None:
     """The first row's timestamps when every row has the same valid points at the same times
-    (their phase buckets are then the same); else None."""
+    (their phase buckets are then the same); else None. A broadcast of one row (a fleet's
+    ``SeriesBatch.times_s``) holds the same times in every row by construction."""
     if len(times) < 2 or not np.array_equal(valid, np.broadcast_to(valid[0], valid.shape)):
         return None
-    if not np.all((times == times[0]) | ~valid[0]):
+    if times.strides[0] != 0 and not np.all((times == times[0]) | ~valid[0]):
         return None
     first: npt.NDArray[np.float64] = times[0]
     return first
@@ -82,33 +84,51 @@ def seasonal_rows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(rows,) bool and the autocorrelation at ``lag`` points of each row's historical points
     (rows are left-aligned, so historical points are a prefix of each row)."""
-    return _Centred(values, historical).seasonal(lag, alpha)
+    n, (r,) = autocorrelations(values, historical, [lag])
+    return _significant(r, n, lag, alpha, values.shape[1]), r
 
 
-class _Centred:
-    """Each row's historical points centred on their mean, and their sum of squares: what the
-    autocorrelation at every lag divides by, computed once for all the periods tried."""
+def autocorrelations(
+    values: np.ndarray, historical: np.ndarray, lags: list[int], rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(n, r): each row's number of historical points and (lags, rows) the autocorrelation of
+    its historical points at each of ``lags`` (0 for a lag outside ``[1, width)`` or a row
+    without spread). ``rows``: the rows of ``values``/``historical`` to use, default all.
 
-    def __init__(self, values: np.ndarray, historical: np.ndarray) -> None:
-        self.historical = historical
-        self.n = historical.sum(axis=1)
-        self.width = values.shape[1]
-        x = np.where(historical, values, 0.0)
-        mean = x.sum(axis=1) / np.maximum(self.n, 1)
-        self.centred = np.where(historical, values - mean[:, None], 0.0)
-        self.denominator = (self.centred * self.centred).sum(axis=1)
+    The historical points are centred on their mean once for all the lags; the rows are done
+    in blocks (``changepoint_split.row_blocks``) whose temporaries stay in cache, each row's
+    sums being those of the whole array at once (the same reductions along the row).
+    O(rows × points × lags)."""
+    count = len(historical) if rows is None else len(rows)
+    width = values.shape[1]
+    n = np.empty(count, np.int64)
+    r = np.zeros((len(lags), count))
+    for a, b in row_blocks(count, width):
+        at = slice(a, b) if rows is None else rows[a:b]
+        h, v = historical[at], values[at]
+        n[a:b] = h.sum(axis=1)
+        mean = np.where(h, v, 0.0).sum(axis=1) / np.maximum(n[a:b], 1)
+        centred = np.where(h, v - mean[:, None], 0.0)
+        denominator = (centred * centred).sum(axis=1)
+        for i, lag in enumerate(lags):
+            if lag < 1 or width <= lag:
+                continue
+            pairs = h[:, :-lag] & h[:, lag:]
+            numerator = np.where(pairs, centred[:, :-lag] * centred[:, lag:], 0.0).sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r[i, a:b] = np.where(denominator > 0, numerator / denominator, 0.0)
+    return n, r
 
-    def seasonal(self, lag: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-        rows = len(self.n)
-        if lag < 1 or self.width <= lag:
-            return np.zeros(rows, bool), np.zeros(rows)
-        centred, historical = self.centred, self.historical
-        pairs = historical[:, :-lag] & historical[:, lag:]
-        numerator = np.where(pairs, centred[:, :-lag] * centred[:, lag:], 0.0).sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.where(self.denominator > 0, numerator / self.denominator, 0.0)
-        bound = norm_ppf(1 - alpha / 2) / np.sqrt(np.maximum(self.n, 1))
-        return (r > bound) & (self.n >= 2 * lag), r
+
+def _significant(r: np.ndarray, n: np.ndarray, lag: int, alpha: float, width: int) -> np.ndarray:
+    """Rows whose autocorrelation ``r`` at ``lag`` exceeds the two-sided ``alpha`` white-noise
+    bound ``z/√n``, with at least two periods of history (none for a lag outside ``[1,
+    width)``)."""
+    if lag < 1 or width <= lag:
+        return np.zeros(len(n), bool)
+    bound = norm_ppf(1 - alpha / 2) / np.sqrt(np.maximum(n, 1))
+    seasonal: npt.NDArray[np.bool_] = (r > bound) & (n >= 2 * lag)
+    return seasonal
 
 
 def adjust_for_season(
@@ -117,38 +137,42 @@ def adjust_for_season(
     periods_s: tuple[float, ...],
     alpha: float,
     buckets: int = 48,
+    *,
+    out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The batch's values with the phase profile of the strongest significant period removed
     from each seasonal row, and that (rows,) mask. Rows are grouped by their point spacing, so a
-    fleet sharing one time axis is one vectorised pass per period."""
+    fleet sharing one time axis is one vectorised pass over its rows for all the periods.
+    ``out``: an array of the values' shape to hold the adjusted values when a row is seasonal
+    (default a new one); with no seasonal row the batch's own values are returned."""
     values = batch.values
     valid = batch.valid
     historical = valid & (batch.times_s < windows.analysis_start_s)
-    times = np.where(valid, batch.times_s, 0.0)
-    spacing = _spacing(times, valid, _shared_axis(batch.times_s, valid) is not None)
+    shared = _shared_axis(batch.times_s, valid) is not None
+    spacing = _spacing(batch.times_s, valid, shared)
     best_r = np.zeros(len(values))
     best_period = np.zeros(len(values))
     for step in np.unique(spacing[np.isfinite(spacing) & (spacing > 0)]):
         rows = np.flatnonzero(spacing == step)
         every = len(rows) == len(values)  # then values[rows] is values
-        centred = _Centred(
-            values if every else values[rows], historical if every else historical[rows]
-        )
-        for period_s in periods_s:
-            lag = int(round(period_s / step))
-            seasonal, r = centred.seasonal(lag, alpha)
+        lags = [int(round(period_s / step)) for period_s in periods_s]
+        n, r_of = autocorrelations(values, historical, lags, None if every else rows)
+        for period_s, lag, r in zip(periods_s, lags, r_of):
+            seasonal = _significant(r, n, lag, alpha, values.shape[1])
             better = seasonal & (r > best_r[rows])
             best_r[rows[better]] = r[better]
             best_period[rows[better]] = period_s
     adjusted = values
     chosen = best_period > 0
     if chosen.any():
-        adjusted = values.copy()
+        adjusted = values.copy() if out is None else out
+        if out is not None:
+            np.copyto(out, values)
         for period_s in np.unique(best_period[chosen]):
             rows = np.flatnonzero(best_period == period_s)
             adjusted[rows] = subtract_phase_profile(
                 values[rows],
-                times[rows],
+                _times_of(batch.times_s, valid, rows, shared),
                 valid[rows],
                 historical[rows],
                 windows.historical_start_s,
@@ -158,13 +182,25 @@ def adjust_for_season(
     return adjusted, chosen
 
 
+def _times_of(times: np.ndarray, valid: np.ndarray, rows: np.ndarray, shared: bool) -> np.ndarray:
+    """``rows``' timestamps with 0 for their padding; on a shared time axis, one row's
+    broadcast (every row's is the same)."""
+    if not shared:
+        out: npt.NDArray[np.float64] = np.where(valid[rows], times[rows], 0.0)
+        return out
+    one = np.where(valid[0], times[0], 0.0)
+    return np.broadcast_to(one, (len(rows), len(one)))
+
+
 def _spacing(times: np.ndarray, valid: np.ndarray, shared: bool) -> np.ndarray:
     """(rows,) median spacing of each row's consecutive valid points (NaN for fewer than two);
-    rows on one time axis share the first row's."""
+    rows on one time axis share the first row's. ``times`` may hold anything at padding."""
     rows = len(times)
     if shared:  # the first row's, computed as for the whole batch
         times, valid = times[:1], valid[:1]
-    diffs = np.where(valid[:, 1:] & valid[:, :-1], np.diff(times, axis=1), np.nan)
+    with np.errstate(invalid="ignore"):  # padding minus padding, masked
+        steps = np.diff(times, axis=1)
+    diffs = np.where(valid[:, 1:] & valid[:, :-1], steps, np.nan)
     with warnings.catch_warnings():  # rows with fewer than two points have no spacing (NaN)
         warnings.simplefilter("ignore", RuntimeWarning)
         spacing = np.nanmedian(diffs, axis=1) if diffs.shape[1] else np.full(len(times), np.nan)

@@ -159,8 +159,10 @@ class SeriesBatch:
             lengths = np.full(len(series), len(row_times), dtype=np.int64)
             times = np.broadcast_to(row_times, (len(series), len(row_times)))
             values = np.empty((len(series), len(row_times)))
+            every = bool(keep.all())
             for i, s in enumerate(series):
-                np.multiply(np.asarray(s.values, np.float64)[keep], sign[i], out=values[i])
+                row = np.asarray(s.values, np.float64)
+                np.multiply(row if every else row[keep], sign[i], out=values[i])
             return SeriesBatch(ids, kinds, times, values, lengths, sign)
         kept = []
         for s in series:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -50,6 +51,17 @@ def read_arrow_parts(path: Path, rows: tuple[int, int] | None = None) -> list[Se
     read, and rows in messages are still the file's)."""
     path = Path(path)
     schema, batches = _open(path, rows)
+    text_names = _checked_text_names(path, schema)
+    first = rows[0] if rows is not None else 0
+    return group_long_rows(
+        _long_batches(path, _sliced(batches, rows), text_names),
+        functools.partial(_where, path, first=first),
+    )
+
+
+def _checked_text_names(path: Path, schema: Any) -> list[str]:
+    """The file's text columns (kind, unit, labels) in column order, once its columns are
+    checked: timestamp, series and value present, each name once, each column of its type."""
     names: list[str] = list(schema.names)
     missing = [name for name in _REQUIRED if name not in names]
     if missing:
@@ -62,12 +74,7 @@ def read_arrow_parts(path: Path, rows: tuple[int, int] | None = None) -> list[Se
         if names.count(name) > 1:
             raise InputError(f"{path}: {name}", "each column once", f"{names.count(name)} times")
     _check_types(path, schema)
-    text_names = [n for n in names if n not in _REQUIRED]
-    first = rows[0] if rows is not None else 0
-    return group_long_rows(
-        _long_batches(path, _sliced(batches, rows), text_names),
-        functools.partial(_where, path, first=first),
-    )
+    return [n for n in names if n not in _REQUIRED]
 
 
 def _sliced(
@@ -101,14 +108,138 @@ def _long_batches(
         yield LongBatch(ids, codes, times, values, texts)
 
 
+@dataclass(frozen=True, slots=True)
+class ConstantText:
+    """A text column whose every cell in a chunk is ``text`` (None: every cell null), known from
+    a Parquet row group's statistics without reading the column: its null count is 0 and its
+    minimum equals its maximum (statistics are bounds, so then every cell equals them), or
+    every cell is null. Null-typed columns are ``ConstantText(None)`` too."""
+
+    text: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnChunk:
+    """Data rows ``[first, first + len(times))`` (0-based) of a file without their series ids:
+    times and values converted and checked exactly as ``read_arrow_parts`` does (read-only
+    views of Arrow's memory where no conversion was needed), and the text columns (kind, unit,
+    labels) as Arrow string or dictionary arrays or ``ConstantText``."""
+
+    first: int
+    times: np.ndarray
+    values: np.ndarray
+    texts: dict[str, Any]
+
+
+def read_arrow_columns(
+    path: Path, rows: tuple[int, int]
+) -> tuple[list[str], Iterator[ColumnChunk]]:
+    """The text column names (kind, unit, labels, in column order) of a ``.parquet`` or
+    ``.arrow`` file and its data rows ``[start, stop)`` as ``ColumnChunk``s, without reading the
+    ``series`` column: for readers that know each row's series already (the partition survey
+    of ``series_partitions``). Parquet is read a row group at a time, only the groups holding
+    the rows and, of a text column, only the groups whose statistics do not show it constant.
+    Raises the InputErrors ``read_arrow_parts`` raises for the file, its columns, its times and
+    its values (not those about series ids, which are not read)."""
+    path = Path(path)
+    expected = "a Parquet file" if path.name.lower().endswith(".parquet") else "an Arrow IPC file"
+    schema, batches = _open_columns(path, rows, expected)
+    text_names = _checked_text_names(path, schema)
+    mapped = not path.name.lower().endswith(".parquet")  # IPC batches are views of the file
+    chunks = _column_chunks(path, _guarded(path, expected, batches), text_names, mapped)
+    return text_names, chunks
+
+
+def _open_columns(
+    path: Path, rows: tuple[int, int], expected: str
+) -> tuple[Any, Iterator[tuple[int, Any, dict[str, ConstantText]]]]:
+    """The schema and ``(first row, batch, constant text columns)`` for ``rows``."""
+    if not path.name.lower().endswith(".parquet"):
+        schema, ipc_batches = _open(path, rows)
+        return schema, ((at, batch, {}) for at, batch in _sliced(ipc_batches, rows))
+    _check_is_file(path)
+    try:
+        schema = pq.ParquetFile(path).schema_arrow
+        texts = [n for n in schema.names if n not in ("timestamp", "value")]
+        parquet = pq.ParquetFile(path, read_dictionary=texts)
+    except _ARROW_ERRORS as error:
+        raise InputError(str(path), expected, _one_line(error)) from None
+    return schema, _row_group_batches(parquet, rows)
+
+
+def _row_group_batches(
+    parquet: Any, rows: tuple[int, int]
+) -> Iterator[tuple[int, Any, dict[str, ConstantText]]]:
+    """The row groups holding ``rows``, each read whole but for the text columns its
+    statistics show constant, cut to ``rows``."""
+    metadata = parquet.metadata
+    names = [n for n in parquet.schema_arrow.names if n != "series"]
+    leaf = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    first = 0
+    for group in range(metadata.num_row_groups):
+        size = metadata.row_group(group).num_rows
+        low, high = max(rows[0] - first, 0), min(rows[1] - first, size)
+        if high > low:
+            constant: dict[str, ConstantText] = {}
+            for name in names:
+                if name not in ("timestamp", "value") and name in leaf:
+                    found = _constant_text(metadata.row_group(group), leaf[name])
+                    if found is not None:
+                        constant[name] = found
+            read = [n for n in names if n not in constant]
+            table = parquet.read_row_group(group, columns=read, use_threads=False)
+            for batch in table.slice(low, high - low).to_batches():
+                yield first + low, batch, constant
+                low += batch.num_rows
+        first += size
+        if first >= rows[1]:
+            return
+
+
+def _constant_text(group: Any, column: int) -> ConstantText | None:
+    """The one text of a column in a row group when its statistics show it (``ConstantText``)."""
+    chunk = group.column(column)
+    stats = chunk.statistics if chunk.is_stats_set else None
+    if stats is None or not stats.has_null_count:
+        return None
+    if stats.null_count == group.num_rows:
+        return ConstantText(None)
+    if stats.null_count != 0 or not stats.has_min_max or stats.min_raw != stats.max_raw:
+        return None
+    text = stats.min
+    return ConstantText(text) if isinstance(text, str) else None
+
+
+def _column_chunks(
+    path: Path,
+    batches: Iterable[tuple[int, Any, dict[str, ConstantText]]],
+    text_names: list[str],
+    mapped: bool,
+) -> Iterator[ColumnChunk]:
+    """The chunks, their times and values converted by ``_times`` and ``_values``; copied when
+    the batches are views of a memory-mapped file (the series outlive the mapping)."""
+    for offset, batch, constant in batches:
+        times = _times(path, batch.column("timestamp"), offset)
+        values = _values(path, batch.column("value"), offset)
+        if mapped:
+            times, values = np.array(times), np.array(values)
+        texts: dict[str, Any] = {}
+        for name in text_names:
+            if name in constant:
+                texts[name] = constant[name]
+            else:
+                column = batch.column(name)
+                null = pa.types.is_null(column.type)
+                texts[name] = ConstantText(None) if null else column
+        yield ColumnChunk(offset, times, values, texts)
+
+
 def _open(path: Path, rows: tuple[int, int] | None = None) -> tuple[Any, Iterator[Any]]:
     """The file's Arrow schema and an iterator over ``(first row, record batch)``, only the
     batches that may hold ``rows`` when given; pyarrow's errors (a corrupt or truncated file, a
     file of another format) become one-line InputErrors."""
     expected = "a Parquet file" if path.name.lower().endswith(".parquet") else "an Arrow IPC file"
-    if not path.is_file():
-        what = "a file, not a folder" if path.is_dir() else "an existing series file"
-        raise InputError(str(path), what)
+    _check_is_file(path)
     source: Iterable[tuple[int, Any]]
     try:
         if path.name.lower().endswith(".parquet"):
@@ -121,6 +252,12 @@ def _open(path: Path, rows: tuple[int, int] | None = None) -> tuple[Any, Iterato
     except _ARROW_ERRORS as error:
         raise InputError(str(path), expected, _one_line(error)) from None
     return schema, _guarded(path, expected, source)
+
+
+def _check_is_file(path: Path) -> None:
+    if not path.is_file():
+        what = "a file, not a folder" if path.is_dir() else "an existing series file"
+        raise InputError(str(path), what)
 
 
 def _parquet_batches(parquet: Any, rows: tuple[int, int] | None) -> Iterator[tuple[int, Any]]:
@@ -220,9 +357,10 @@ def _times(path: Path, column: Any, offset: int) -> np.ndarray:
 def _values(path: Path, column: Any, offset: int) -> np.ndarray:
     if pa.types.is_null(column.type):
         return np.full(len(column), np.nan)
-    values = np.asarray(
-        column.cast(pa.float64()).fill_null(float("nan")).to_numpy(), dtype=np.float64
-    )
+    floats = column.cast(pa.float64())
+    if floats.null_count:
+        floats = floats.fill_null(float("nan"))
+    values = np.asarray(floats.to_numpy(), dtype=np.float64)
     if np.isinf(values).any():
         row = int(np.flatnonzero(np.isinf(values))[0])
         raise InputError(_where(path, offset + row, "value"), "a finite number", values[row])

@@ -8,9 +8,13 @@ series however the series arrived):
 * **Clustered Parquet and Arrow files** (every series' rows consecutive, as ``regbot gcpu -o``,
   ``write_series_parquet`` and any writer going series by series produce; several files are
   fine as long as no series spans two of them): the survey reads only the ``series`` and
-  ``timestamp`` columns, and a partition is a list of row ranges
-  (``FileRows``) that its worker reads itself, only the row groups or record batches holding
-  them. Memory is bounded by one partition, wherever it runs.
+  ``timestamp`` columns (of Parquet, only ``series`` when the row groups' statistics give the
+  last timestamp), and a partition is a list of row ranges (``FileRows``) that its worker
+  reads itself, only the row groups or record batches holding them, with the ids and row
+  counts of its series: its worker does not read the series column again
+  (``series_clustered.read_clustered``, which falls back to the general reading whenever the
+  result could differ, and when a file changed since the survey). Memory is bounded by one
+  partition, wherever it runs.
 * **Anything else** (CSV, JSON Lines, a Parquet file whose series are interleaved, a series
   spread over several files): the files are read whole (``read_series_files``: the one merge
   and normalisation rule) and each partition carries its series. Memory grows with the input;
@@ -21,7 +25,8 @@ timestamp of any row: the default end of `regbot detect`'s windows. A row with a
 still counts here; ``last_valid_s`` of the loaded partitions tells the caller when the data
 with values ends earlier (rare: trailing empty rows), and it re-plans with that time.
 
-Complexity: the survey is one pass over two columns, O(rows); memory O(series).
+Complexity: the survey is one pass over one or two columns, O(rows) numpy work and O(series)
+Python work; memory O(series).
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ import pyarrow.parquet as pq
 from regbot.partition_ranges import partition_ranges
 from regbot.profiles.model import Series, last_time_s
 from regbot.profiles.series_arrow import read_arrow_parts
+from regbot.profiles.series_clustered import read_clustered
 from regbot.profiles.series_files import find_series_files, merge_parts, read_series_files
+from regbot.profiles.series_parts import gc_paused
 
 __all__ = ["FileRows", "SeriesPartition", "SeriesSurvey", "plan_series_partitions"]
 
@@ -50,27 +57,40 @@ _SURVEY_ROWS = 1 << 20
 
 @dataclass(frozen=True, slots=True)
 class FileRows:
-    """Data rows ``[start, stop)`` (0-based) of one columnar series file."""
+    """Data rows ``[start, stop)`` (0-based) of one columnar series file; ``stamp``: the file's
+    size and modification time (ns) when the survey read it."""
 
     path: Path
     start: int
     stop: int
+    stamp: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SeriesPartition:
     """Series a worker loads on its own: row ranges of clustered columnar files, or the series
-    themselves (inputs read whole)."""
+    themselves (inputs read whole). With row ranges, the survey's findings: the ids of the
+    series they hold, in order, and each one's number of rows (``counts``)."""
 
     rows: tuple[FileRows, ...] = ()
     series: tuple[Series, ...] = ()
+    ids: tuple[str, ...] = ()
+    counts: tuple[int, ...] = ()
 
     def load(self) -> list[Series]:
-        """The partition's series, merged and normalised as ``read_series_files`` does."""
+        """The partition's series, merged and normalised as ``read_series_files`` does: by
+        ``read_clustered`` (the series column is not read again) while the files are as the
+        survey found them and it can vouch for the result, else by the general path."""
         if not self.rows:
             return list(self.series)
-        parts = [part for r in self.rows for part in read_arrow_parts(r.path, (r.start, r.stop))]
-        return merge_parts(parts)
+        with gc_paused():
+            if self.ids and all(_stamp(r.path) == r.stamp for r in self.rows):
+                files = [(r.path, r.start, r.stop) for r in self.rows]
+                loaded = read_clustered(files, self.ids, self.counts)
+                if loaded is not None:
+                    return loaded
+            parts = [p for r in self.rows for p in read_arrow_parts(r.path, (r.start, r.stop))]
+            return merge_parts(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,60 +121,100 @@ def plan_series_partitions(
         ranges = partition_ranges(len(series), size)
         partitions = [SeriesPartition(series=tuple(series[a:b])) for a, b in ranges]
         return partitions, SeriesSurvey([s.id for s in series], last, streamed=False)
-    ids, spans, last = runs
-    ranges = partition_ranges(len(ids), size)
-    partitions = [SeriesPartition(rows=_joined_rows(spans[a:b])) for a, b in ranges]
-    return partitions, SeriesSurvey(ids, last, streamed=True)
+    ranges = partition_ranges(len(runs.ids), size)
+    partitions = [runs.partition(a, b) for a, b in ranges]
+    return partitions, SeriesSurvey(runs.ids, runs.last_time_s, streamed=True)
 
 
 def _columnar(path: Path) -> bool:
     return path.name.lower().endswith(_COLUMNAR)
 
 
-def _joined_rows(spans: Sequence[FileRows]) -> tuple[FileRows, ...]:
-    """Consecutive spans of one file as one range."""
-    joined: list[FileRows] = []
-    for span in spans:
-        last = joined[-1] if joined else None
-        if last is not None and last.path == span.path and last.stop == span.start:
-            joined[-1] = FileRows(span.path, last.start, span.stop)
-        else:
-            joined.append(span)
-    return tuple(joined)
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_size, status.st_mtime_ns
 
 
-def _clustered_runs(
-    files: Sequence[Path],
-) -> tuple[list[str], list[FileRows], float | None] | None:
+@dataclass(frozen=True, slots=True)
+class _Runs:
+    """Every series of clustered files in order: its id, its file (index into ``files``) and
+    its rows ``[start, stop)`` there; and the last timestamp of any row."""
+
+    files: list[Path]
+    stamps: list[tuple[int, int] | None]
+    ids: list[str]
+    file: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    last_time_s: float | None
+
+    def partition(self, first: int, stop: int) -> SeriesPartition:
+        """Series ``[first, stop)``: one row range per file (a file's series are consecutive)."""
+        which = self.file[first:stop]
+        cuts = [0, *(np.flatnonzero(which[1:] != which[:-1]) + 1).tolist(), len(which)]
+        rows = tuple(
+            FileRows(
+                self.files[int(which[a])],
+                int(self.start[first + a]),
+                int(self.stop[first + b - 1]),
+                self.stamps[int(which[a])],
+            )
+            for a, b in zip(cuts, cuts[1:])
+            if b > a
+        )
+        counts = (self.stop[first:stop] - self.start[first:stop]).tolist()
+        return SeriesPartition(rows=rows, ids=tuple(self.ids[first:stop]), counts=tuple(counts))
+
+
+def _clustered_runs(files: Sequence[Path]) -> _Runs | None:
     """Every series id in order with its rows, and the last timestamp, when each series' rows
-    are consecutive in one file; None as soon as a series comes back (not clustered) or an id
-    is missing (the full read reports it)."""
+    are consecutive in one file; None when a series comes back (not clustered) or an id is
+    missing (the full read reports it). One pass over the series column (only the ids that
+    start a run become Python text) and over the timestamp column, or, in Parquet, its
+    statistics when every row group has them."""
     ids: list[str] = []
-    spans: list[FileRows] = []
-    seen: set[str] = set()
+    owner: list[np.ndarray] = []
+    starts: list[np.ndarray] = []
+    stops: list[np.ndarray] = []
     last: float | None = None
-    for path in files:
+    for index, path in enumerate(files):
         current: str | None = None
-        start = end = 0
-        for offset, series_column, times in _survey_batches(path):
-            starts, texts = _runs(series_column)
-            for at, text in zip(starts.tolist(), texts):
-                if at == 0 and text == current:
-                    continue  # the run goes on from the previous batch
-                if current is not None:
-                    spans.append(FileRows(path, start, offset + at))
-                if not text or text in seen:
-                    return None
-                seen.add(text)
-                ids.append(text)
-                current, start = text, offset + at
-            top = pc.max(times).as_py() if len(times) else None
+        found: list[np.ndarray] = []
+        end = 0
+        for offset, series_column, top in _survey_batches(path):
+            at, texts = _runs(series_column)
+            if texts and texts[0] == current:
+                at, texts = at[1:], texts[1:]  # the run goes on from the previous batch
+            named = [text for text in texts if text]
+            if len(named) < len(texts):
+                return None
+            if named:
+                ids.extend(named)
+                found.append(at + offset)
+                current = named[-1]
             if top is not None:
-                last = float(top) if last is None else max(last, float(top))
+                last = top if last is None else max(last, top)
             end = offset + len(series_column)
-        if current is not None:
-            spans.append(FileRows(path, start, end))
-    return ids, spans, last
+        if found:
+            first = np.concatenate(found)
+            starts.append(first)
+            stops.append(np.append(first[1:], end))
+            owner.append(np.full(first.size, index, dtype=np.int64))
+    if len(set(ids)) < len(ids):
+        return None
+    empty = np.zeros(0, dtype=np.int64)
+    return _Runs(
+        list(files),
+        [_stamp(path) for path in files],
+        ids,
+        np.concatenate(owner) if owner else empty,
+        np.concatenate(starts) if starts else empty,
+        np.concatenate(stops) if stops else empty,
+        last,
+    )
 
 
 def _runs(column: Any) -> tuple[np.ndarray, list[str | None]]:
@@ -166,7 +226,8 @@ def _runs(column: Any) -> tuple[np.ndarray, list[str | None]]:
         encoded = pc.dictionary_encode(column)
     else:
         raise _Fallback
-    codes = np.asarray(encoded.indices.fill_null(-1).to_numpy(), dtype=np.int64)
+    indices = encoded.indices
+    codes = (indices.fill_null(-1) if indices.null_count else indices).to_numpy()
     if codes.size == 0:
         return np.zeros(0, dtype=np.int64), []
     starts = np.concatenate([[0], np.flatnonzero(codes[1:] != codes[:-1]) + 1])
@@ -175,28 +236,62 @@ def _runs(column: Any) -> tuple[np.ndarray, list[str | None]]:
     return starts, [None if c < 0 else t for c, t in zip(at.tolist(), texts)]
 
 
-def _survey_batches(path: Path) -> Iterable[tuple[int, Any, Any]]:
-    """``(first row, series column, timestamp column as float seconds or None)`` per batch;
-    None batches when the file cannot be surveyed (the full read reports why)."""
+def _survey_batches(path: Path) -> Iterable[tuple[int, Any, float | None]]:
+    """``(first row, series column, last timestamp in float seconds or None)`` per batch;
+    _Fallback when the file cannot be surveyed (the full read reports why). A Parquet file
+    whose row groups all have statistics of a numeric timestamp column is read for its series
+    column only, and the last timestamp comes from the statistics (the first batch carries it)."""
     try:
         if path.name.lower().endswith(".parquet"):
-            parquet = pq.ParquetFile(path)
-            names = parquet.schema_arrow.names
-            if "series" not in names or "timestamp" not in names:
-                raise _Fallback
-            batches: Iterable[Any] = parquet.iter_batches(
-                batch_size=_SURVEY_ROWS, columns=["series", "timestamp"]
-            )
-        else:
-            batches = _ipc_batches(path)
+            yield from _parquet_survey(path)
+            return
         offset = 0
-        for batch in batches:
+        for batch in _ipc_batches(path):
             if "series" not in batch.schema.names or "timestamp" not in batch.schema.names:
                 raise _Fallback
-            yield offset, batch.column("series"), _seconds(batch.column("timestamp"))
+            yield offset, batch.column("series"), _last_seconds(batch.column("timestamp"))
             offset += batch.num_rows
     except (pa.ArrowException, OSError):
         raise _Fallback from None
+
+
+def _parquet_survey(path: Path) -> Iterable[tuple[int, Any, float | None]]:
+    schema = pq.ParquetFile(path).schema_arrow
+    if "series" not in schema.names or "timestamp" not in schema.names:
+        raise _Fallback
+    parquet = pq.ParquetFile(path, read_dictionary=["series"])
+    top = _statistics_last_time(parquet)
+    columns = ["series"] if top is not None else ["series", "timestamp"]
+    offset = 0
+    for group in range(parquet.metadata.num_row_groups):  # a batch never spans two groups,
+        batches = parquet.iter_batches(  # which would unify their dictionaries
+            batch_size=_SURVEY_ROWS, row_groups=[group], columns=columns, use_threads=False
+        )
+        for batch in batches:
+            found = _last_seconds(batch.column("timestamp")) if top is None else top
+            yield offset, batch.column("series"), found
+            offset += batch.num_rows
+
+
+def _statistics_last_time(parquet: Any) -> float | None:
+    """The largest timestamp by the row groups' statistics, when the column is integer or float
+    seconds and every row group has them (None otherwise: the column is read)."""
+    kind = parquet.schema_arrow.field("timestamp").type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        return None
+    metadata = parquet.metadata
+    leaf = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+    if "timestamp" not in leaf or not metadata.num_row_groups:
+        return None
+    column = leaf.index("timestamp")
+    tops = []
+    for group in range(metadata.num_row_groups):
+        chunk = metadata.row_group(group).column(column)
+        stats = chunk.statistics if chunk.is_stats_set else None
+        if stats is None or not stats.has_min_max or stats.max is None:
+            return None
+        tops.append(float(stats.max))
+    return max(tops)
 
 
 class _Fallback(Exception):
@@ -213,11 +308,18 @@ def _ipc_batches(path: Path) -> Iterable[Any]:
         yield reader.get_batch(i)
 
 
-def _seconds(column: Any) -> Any:
+def _last_seconds(column: Any) -> float | None:
+    """The column's largest time in float seconds (None without a value); Arrow timestamps
+    converted as ``series_arrow`` converts each time (so nanoseconds beyond 2**53 are fine)."""
     kind = column.type
     if pa.types.is_timestamp(kind):
-        scale = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[kind.unit]
-        return pc.divide(column.cast(pa.int64()).cast(pa.float64()), scale)
-    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
-        return column
-    raise _Fallback
+        top = pc.max(column.cast(pa.int64())).as_py() if len(column) else None
+        if top is None:
+            return None
+        scale = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[kind.unit]
+        whole, rest = divmod(top, scale)  # as series_arrow converts every time: exactly
+        return float(whole) + float(rest) / scale
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        raise _Fallback
+    top = pc.max(column).as_py() if len(column) else None
+    return None if top is None else float(top)

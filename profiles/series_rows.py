@@ -257,7 +257,7 @@ def _per_series(
     if order is not None:
         cells = cells[order]
     count = counts.size
-    if not column.texts:  # no row gives one
+    if not column.texts or not bool((cells >= 0).any()):  # no row gives one
         return [None] * count, [False] * count
     if bool((cells >= 0).all()):  # every row gives a text: compare with the series' first
         chosen = cells[np.cumsum(counts) - counts].astype(np.int64)

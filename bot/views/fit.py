@@ -80,6 +80,7 @@ class FittedTable:
     title: str
     columns: tuple[FitColumn, ...]
     empty_caption: str | None = None
+    note: str | None = None  # a line under the table (e.g. that it shows only some rows)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield self.layout(console, options)
@@ -134,7 +135,9 @@ class FittedTable:
         if not rows:
             return None if self.empty_caption is None else Text(self.empty_caption)
         parts = list(hidden) + [f"{header} in full" for header in shortened]
-        return Text(f"{EXPLAIN_HINT}: {', '.join(parts)}") if parts else None
+        lines = [f"{EXPLAIN_HINT}: {', '.join(parts)}"] if parts else []
+        lines += [self.note] if self.note else []
+        return Text("\n".join(lines)) if lines else None
 
 
 def _rank(column: FitColumn) -> int:

@@ -8,6 +8,7 @@ pointing to ``regbot explain <id>`` for the rest."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -111,6 +112,9 @@ SUSPECT_LAST_RESORT = ("confidence", "PR")
 commit and the title always stay."""
 
 TITLE_WANTED = 50
+
+# The most regressions a table shows (``table_regressions``).
+TABLE_ROWS = 50
 """The most cells the title column asks for before a score column is kept."""
 
 _SCORE_PARTS = (
@@ -121,11 +125,31 @@ _SCORE_PARTS = (
 )
 
 
-def detection_table(report: Report) -> FittedTable:
-    """The reported regressions of a SPEC §4 report, one line each, fitted to the console: id,
-    series (shortened to fit), change and relative change always; change time, delta, detector,
-    p-value, merged duplicates and dedup group as the width allows (``DETECTION_DROP_ORDER``)."""
+def table_regressions(
+    report: Report, limit: int = TABLE_ROWS
+) -> tuple[tuple[RegressionEntry, ...], str | None]:
+    """The regressions a table shows, in the report's order: all of them up to ``limit``, else the
+    ``limit`` largest by relative change (a deploy of a big fleet can bring thousands: a terminal
+    shows the ones to look at first, the report holds every one), with a note saying so."""
     rows = report.regressions
+    if len(rows) <= limit:
+        return rows, None
+    size = [_size(r.relative_delta) for r in rows]
+    largest = sorted(sorted(range(len(rows)), key=lambda i: -size[i])[:limit])
+    note = f"the {limit} largest of {len(rows):,} regressions (relative change); -o: all"
+    return tuple(rows[i] for i in largest), note
+
+
+def _size(relative: float | None) -> float:
+    return abs(relative) if relative is not None and math.isfinite(relative) else 0.0
+
+
+def detection_table(report: Report, limit: int = TABLE_ROWS) -> FittedTable:
+    """The reported regressions of a SPEC §4 report (at most ``limit``: ``table_regressions``),
+    one line each, fitted to the console: id, series (shortened to fit), change and relative
+    change always; change time, delta, detector, p-value, merged duplicates and dedup group as
+    the width allows (``DETECTION_DROP_ORDER``)."""
+    rows, note = table_regressions(report, limit)
     names = [one_line(r.series) for r in rows]
     wanted = max([len("series"), *(series_wanted_width(name) for name in names)])
     order = DETECTION_DROP_ORDER
@@ -149,14 +173,17 @@ def detection_table(report: Report) -> FittedTable:
             _column("group", [_group(r) for r in rows], drop=order),
         ),
         empty_caption="no regressions",
+        note=note,
     )
 
 
-def attribution_table(report: Report) -> FittedTable:
-    """Each reported regression's suspect commits, best first, one line each, fitted to the
-    console: regression, confidence, short sha, PR and title (cut with ``…`` to fit) always; the
-    score and its parts as the width allows (``SUSPECT_DROP_ORDER``)."""
-    rows = [(r, c) for r in report.regressions for c in r.candidates or [None]]
+def attribution_table(report: Report, limit: int = TABLE_ROWS) -> FittedTable:
+    """Each reported regression's suspect commits (the regressions ``table_regressions``
+    shows), best first, one line each, fitted to the console: regression, confidence, short
+    sha, PR and title (cut with ``…`` to fit) always; the score and its parts as the width
+    allows (``SUSPECT_DROP_ORDER``)."""
+    regressions, note = table_regressions(report, limit)
+    rows = [(r, c) for r in regressions for c in r.candidates or [None]]
     first = [i == 0 or rows[i - 1][0] is not r for i, (r, _) in enumerate(rows)]
     titles = tuple(
         Text(one_line(c.title), no_wrap=True, overflow="ellipsis")
@@ -184,6 +211,7 @@ def attribution_table(report: Report) -> FittedTable:
             *parts,
         ),
         empty_caption="no regressions to attribute",
+        note=note,
     )
 
 

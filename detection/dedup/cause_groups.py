@@ -77,8 +77,11 @@ def cause_groups(
     }
     gcpu = all(subroutine_of_series(c.series_id) is not None for c in candidates)
     every: list[_CellPairs] = []
+    in_cell: dict[int, list[int]] = {}
+    for i in tested:
+        in_cell.setdefault(int(cells[i]), []).append(i)
     for cell in sorted(loose_cells):
-        members = [i for i in tested if cells[i] == cell]
+        members = in_cell[cell]
         loose = [i for i in members if head[i] < 0]
         stats = pair_stats(noise, [row_of[i] for i in members], [row_of[i] for i in loose])
         every.append(_CellPairs(candidates, members, loose, stats, tolerance_s, settings, gcpu))
@@ -101,9 +104,13 @@ def cause_groups(
             )
         else:
             _stars(cell_pairs, candidates, labels, numbers, rise)
-        for u in loose:
+        member_labels = labels[members]
+        heading = np.isin(loose, member_labels)
+        for u, labelled in zip(loose, heading.tolist()):
             if not numbers[u]:
-                led = any(labels[v] == u for v in members if v != u)
+                led = labelled and bool(
+                    np.count_nonzero(member_labels == u) > (1 if labels[u] == u else 0)
+                )
                 why = "heads its group" if led else "no edge in the cell"
                 numbers[u] = cell_pairs.apart(u, rise, why)
     return CauseGroups(labels, credited, numbers)
@@ -143,9 +150,9 @@ class _CellPairs:
         self.bound, self.family = bound, family
         self.edge = self.tested & (self.stats.p <= bound) & (self.stats.r >= self.floor)
 
-    def has_edge(self, x: int, u: int) -> bool:
-        """An edge between member ``x`` and loose ``u``."""
-        return bool(self.edge[self.row[x], self.column[u]])
+    def edges_of(self, u: int) -> list[int]:
+        """The members with an edge to loose ``u``, in member order."""
+        return [self.members[k] for k in np.flatnonzero(self.edge[:, self.column[u]])]
 
     def numbers(self, u: int, x: int, rise: dict[int, tuple[float, float]]) -> dict[str, object]:
         """The pair (``x`` a member, ``u`` loose) as plain numbers."""
@@ -201,10 +208,7 @@ def _leaves_and_ancestors(
             candidates[lower].series_id,
         )
 
-    below = {
-        u: [x for x in pairs.members if x != u and pairs.has_edge(x, u) and above(u, x)]
-        for u in pairs.loose
-    }
+    below = {u: [x for x in pairs.edges_of(u) if x != u and above(u, x)] for u in pairs.loose}
     ancestors = {u for u, xs in below.items() if xs}
     s = pairs.stats
     for u in pairs.loose:
@@ -259,10 +263,12 @@ def _stars(
 
     order = sorted(pairs.loose, key=lambda i: (-significance(i), candidates[i].series_id))
     heads: list[int] = []
+    head_rows = np.empty(len(order), dtype=np.int64)  # pairs.row of each head, in order
     for u in order:
         j = pairs.column[u]
-        linked = [h for h in heads if pairs.has_edge(h, u)]
+        linked = [heads[k] for k in np.flatnonzero(pairs.edge[head_rows[: len(heads)], j])]
         if not linked:
+            head_rows[len(heads)] = pairs.row[u]
             heads.append(u)
             continue
         h = max(linked, key=lambda h: (pairs.stats.z[pairs.row[h], j], -h))

@@ -64,6 +64,8 @@ class CorrelationEvidence:
             else delta_with_se(m.values, m.change_index)
             for m in rows
         ]
+        self.rise_delta = np.array([d for d, _ in self.rises])
+        self.rise_se = np.array([e for _, e in self.rises])
 
     def anchors(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """(rows, columns) bool: the member in the column may carry the evidence for the
@@ -88,9 +90,7 @@ class CorrelationEvidence:
         standard errors both ways): a callee whose noise the regressed caller holds, while the
         caller rose through another callee, is a cause of its own, not this group's. Pairs
         with a non-gCPU side always agree (no common unit)."""
-        delta = np.array([d for d, _ in self.rises])
-        se = np.array([e for _, e in self.rises])
-        sd = self.raw_sd
+        delta, se, sd = self.rise_delta, self.rise_se, self.raw_sd
         row_upper = sd[rows][:, None] >= sd[columns][None, :]
         d_u = np.where(row_upper, delta[rows][:, None], delta[columns][None, :])
         d_l = np.where(row_upper, delta[columns][None, :], delta[rows][:, None])
@@ -153,7 +153,9 @@ class EvidenceBlock:
         return self._take(self.stats.r, row, n_groups)
 
     def p(self, row: int, n_groups: int) -> np.ndarray:
-        return self._take(self.stats.p, row, n_groups)
+        columns = self.best[row, :n_groups]
+        p = self.stats.p_at(np.full(columns.shape, row), np.maximum(columns, 0))
+        return np.where(columns >= 0, p, np.nan)
 
     def both_gcpu(self, row: int, n_groups: int) -> np.ndarray:
         columns = self.best[row, :n_groups]
@@ -177,7 +179,7 @@ class EvidenceBlock:
         return {
             "correlation_member": self.evidence.ids[column],
             "correlation_z": finite_or_none(s.z[row, column]),
-            "correlation_p": finite_or_none(s.p[row, column]),
+            "correlation_p": finite_or_none(s.p_at(np.array([row]), np.array([column]))[0]),
             "correlation_points": finite_or_none(s.n_eff[row, column]),
             "delta": finite_or_none(own[0]),
             "delta_se": finite_or_none(own[1]),

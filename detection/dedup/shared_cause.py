@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from types import TracebackType
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy.typing as npt
 from scipy.special import ndtr
 
 from regbot.detection.dedup_context import DedupContext, evenly_spaced
+from regbot.detection.row_medians import nan_row_medians
 
 __all__ = [
     "CLIP_Z",
@@ -57,7 +59,9 @@ class Noise:
     of class ``axis[i]``: ``times_s[c]`` (T_c,), ``z[c]`` (k_c, T_c) standardised residuals (0
     where masked), ``valid[c]`` (k_c, T_c). Per row: ``scale`` (raw units per unit of z),
     ``autocorr`` (k, LAGS), ``load_loading`` (its loading on the load factor, 0 without one)
-    and ``usable`` (enough points to be tested)."""
+    and ``usable`` (enough points to be tested). ``patterns[c]`` (P_c, T_c): the distinct rows
+    of ``valid[c]`` as 0/1 floats, ``pattern_of[c]`` (k_c,) each row's among them
+    (``validity_patterns``)."""
 
     axis: np.ndarray
     position: np.ndarray
@@ -68,6 +72,8 @@ class Noise:
     autocorr: np.ndarray
     load_loading: np.ndarray
     usable: np.ndarray
+    patterns: list[np.ndarray]
+    pattern_of: list[np.ndarray]
 
     def raw_sd(self) -> np.ndarray:
         """(k,) each row's residual standard deviation in raw units."""
@@ -80,19 +86,46 @@ class Noise:
         return sd
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PairStats:
     """Statistics of rows ``a`` against rows ``b``, each (len(a), len(b)); NaN where a pair has
-    fewer than ``MIN_POINTS`` common points or a row is unusable. ``slope``: raw residual of
-    the ``b`` row on the ``a`` row's."""
+    fewer than ``MIN_POINTS`` common points or a row is unusable (``r``, ``z``, ``n_eff`` and
+    so ``p``). ``slope``: raw residual of the ``b`` row on the ``a`` row's. ``p``, ``slope``
+    and ``slope_se`` are computed when first read (most callers need them at a few pairs:
+    ``p_at``), each from the same arrays by the same formula whenever it is read."""
 
     r: np.ndarray
     z: np.ndarray
-    p: np.ndarray
     points: np.ndarray
     n_eff: np.ndarray
-    slope: np.ndarray
-    slope_se: np.ndarray
+    dot: np.ndarray
+    energy_a: np.ndarray
+    energy_b: np.ndarray
+    ratio: np.ndarray  # (len(a), len(b)) broadcastable: scale of b over scale of a
+    enough: np.ndarray
+
+    def p_at(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """``p[rows, columns]`` (NumPy fancy indexing), computed for those pairs only."""
+        return np.asarray(ndtr(-self.z[rows, columns]))
+
+    @cached_property
+    def p(self) -> np.ndarray:
+        """One-sided p-value of ``z`` (positive correlation)."""
+        return np.asarray(ndtr(-self.z))
+
+    @cached_property
+    def slope(self) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.where(self.enough, self.dot / self.energy_a * self.ratio, np.nan)
+
+    @cached_property
+    def slope_se(self) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            spread = np.sqrt(self.energy_b / self.energy_a) * self.ratio
+            out: npt.NDArray[np.float64] = spread * np.sqrt(
+                (1.0 - self.r * self.r) / np.maximum(self.n_eff - 2.0, 1.0)
+            )
+            return out
 
 
 MIN_POINTS = 8
@@ -145,9 +178,9 @@ def _standardised_differences(
         mad = np.median(np.abs(sample - centre), axis=1)
     else:
         masked = np.where(mask, values, np.nan)
-        with np.errstate(all="ignore"), _quiet():
-            centre = np.nanmedian(masked, axis=1, keepdims=True)
-            mad = np.nanmedian(np.abs(masked - centre), axis=1)
+        with np.errstate(all="ignore"):
+            centre = nan_row_medians(masked)[:, None]
+            mad = nan_row_medians(np.abs(masked - centre))
     scale = MAD_SCALE * np.nan_to_num(mad)
     flat = ~(scale > 0)
     if flat.any():
@@ -326,7 +359,20 @@ def noise_of(
         out_times.append(after)
         out_z.append(z)
         out_valid.append(mask)
-    return Noise(axis, position, out_times, out_z, out_valid, scale, autocorr, loading, usable)
+    distinct = [validity_patterns(valid) for valid in out_valid]
+    return Noise(
+        axis,
+        position,
+        out_times,
+        out_z,
+        out_valid,
+        scale,
+        autocorr,
+        loading,
+        usable,
+        [patterns for patterns, _ in distinct],
+        [of for _, of in distinct],
+    )
 
 
 def _load_on(times_s: np.ndarray, load: LoadFactor) -> np.ndarray:
@@ -337,6 +383,19 @@ def _load_on(times_s: np.ndarray, load: LoadFactor) -> np.ndarray:
     ia, ib = paired_points(times_s, load.times_s)
     out[ia] = load.values[ib]
     return out
+
+
+def validity_patterns(valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a 0/1 validity matrix (k, T) as floats (P, T) and each row's index
+    among them (k,). A run's rows hold nearly the same points (all but a guard around each
+    one's change, and the change times of one deploy are few), so P is small: products
+    against the patterns stand in for products against every row. O(k × T)."""
+    packed = np.packbits(np.asarray(valid, dtype=bool), axis=1)
+    index: dict[bytes, int] = {}
+    of = np.array([index.setdefault(row.tobytes(), len(index)) for row in packed], np.int64)
+    first = np.unique(of, return_index=True)[1]  # each pattern's first row, in pattern order
+    patterns: npt.NDArray[np.float64] = np.asarray(valid, dtype=np.float64)[first]
+    return patterns, of
 
 
 def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> PairStats:
@@ -358,14 +417,18 @@ def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> Pa
                 if cols_a.size < MIN_POINTS:
                     continue
             za = noise.z[ca][noise.position[a[ia_rows]]][:, cols_a]
-            va = noise.valid[ca][noise.position[a[ia_rows]]][:, cols_a].astype(np.float64)
             zb = noise.z[cb][noise.position[b[ib_rows]]][:, cols_b]
-            vb = noise.valid[cb][noise.position[b[ib_rows]]][:, cols_b].astype(np.float64)
             block = np.ix_(ia_rows, ib_rows)
+            # energies over the other row's points and the common points, per distinct
+            # validity pattern (z is 0 where its row has no point)
+            pattern_a = noise.patterns[ca][:, cols_a]
+            of_a = noise.pattern_of[ca][noise.position[a[ia_rows]]]
+            pattern_b = noise.patterns[cb][:, cols_b]
+            of_b = noise.pattern_of[cb][noise.position[b[ib_rows]]]
             dot[block] = za @ zb.T
-            energy_a[block] = (za * za) @ vb.T
-            energy_b[block] = va @ (zb * zb).T
-            points[block] = va @ vb.T
+            energy_a[block] = ((za * za) @ pattern_b.T)[:, of_b]
+            energy_b[block] = (pattern_a @ (zb * zb).T)[of_a, :]
+            points[block] = (pattern_a @ pattern_b.T)[np.ix_(of_a, of_b)]
     enough = (points >= MIN_POINTS) & noise.usable[a][:, None] & noise.usable[b][None, :]
     enough &= (energy_a > 0) & (energy_b > 0)
     with np.errstate(all="ignore"):
@@ -374,9 +437,5 @@ def pair_stats(noise: Noise, rows_a: Sequence[int], rows_b: Sequence[int]) -> Pa
         inflation = 1.0 + 2.0 * (noise.autocorr[a] @ noise.autocorr[b].T)
         n_eff = np.where(enough, np.clip(points / np.maximum(inflation, 1e-3), 0, points), np.nan)
         z = np.arctanh(r) * np.sqrt(np.maximum(n_eff - 4.0, 0.0))
-        p = np.where(enough, ndtr(-z), np.nan)
         ratio = noise.scale[b][None, :] / noise.scale[a][:, None]
-        slope = np.where(enough, dot / energy_a * ratio, np.nan)
-        spread = np.sqrt(energy_b / energy_a) * ratio
-        slope_se = spread * np.sqrt((1.0 - r * r) / np.maximum(n_eff - 2.0, 1.0))
-    return PairStats(r, z, p, points, n_eff, slope, slope_se)
+    return PairStats(r, z, points, n_eff, dot, energy_a, energy_b, ratio, enough)

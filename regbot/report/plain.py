@@ -35,7 +35,12 @@ def json_plain(value: object) -> JSONValue:
     """``value`` as JSON's own values: numpy scalars as bool/int/float, arrays and tuples as
     lists, mappings with text keys, non-finite floats as None. Text and None pass through; any
     other object is an error (a verdict number must be data)."""
-    if value is None or isinstance(value, str):
+    kind = type(value)
+    if kind is float:  # the common cases first, by exact type (bool is not int here)
+        return value if math.isfinite(value) else None  # type: ignore[arg-type]
+    if kind is int or kind is str or value is None:
+        return value  # type: ignore[return-value]
+    if isinstance(value, str):
         return value
     if isinstance(value, bool | np.bool_):
         return bool(value)

@@ -26,6 +26,7 @@ from regbot.bot.views.tables import (
     DETECTION_LAST_RESORT,
     SUSPECT_DROP_ORDER,
     SUSPECT_LAST_RESORT,
+    TABLE_ROWS,
     attribution_table,
     detection_table,
     gcpu_table,
@@ -362,3 +363,25 @@ def test_wanted_width_keeps_the_function_and_the_file_name() -> None:
 def test_one_line_removes_control_characters_and_keeps_markup() -> None:
     assert one_line("a\nb\tc\x1b[31md\x9b") == "a b c [31md "
     assert one_line("[bold]x[/]") == "[bold]x[/]"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_long_report_shows_its_largest_regressions_and_says_so(width) -> None:
+    """Beyond TABLE_ROWS regressions the tables show the largest by relative change, in the
+    report's order, and a note says the report holds them all."""
+    deltas = [0.001 * (i % 37 + 1) for i in range(TABLE_ROWS + 25)]
+    entries = [regression_json(f"r-{i:012x}", delta=d) for i, d in enumerate(deltas)]
+    entries.append(regression_json("r-ffffffffffff", delta=None))
+    report = build_report(entries)
+    text = render(detection_table(report), width)
+    ids = [ID.search(row)[0] for row in body_rows(text)]
+    cut = sorted(deltas, reverse=True)[TABLE_ROWS - 1]
+    assert len(ids) == TABLE_ROWS
+    assert ids == sorted(ids)  # the report's order
+    assert all(deltas[int(i[2:], 16)] >= cut for i in ids)
+    assert "r-ffffffffffff" not in ids
+    assert f"the {TABLE_ROWS} largest of {len(entries)} regressions (relative change)" in " ".join(
+        text.split()
+    )
+    suspects = render(attribution_table(report), width)
+    assert {ID.search(row)[0] for row in body_rows(suspects) if ID.search(row)} == set(ids)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import brunnermunzel
 
-from regbot.detection import changepoint, long_term
+from regbot.detection import changepoint, changepoint_split, long_term
 from regbot.detection.long_term import screen_long_term
 from regbot.detection.presets import Threshold
 from regbot.detection.rank_tests import brunner_munzel_greater
@@ -100,9 +100,9 @@ def test_exact_splits_of_both_directions_from_one_scan(seed):
     start, end = seg_lo.copy(), np.minimum(seg_hi, rng.integers(5, width, rows))
     settings = ChangePointSettings()
     args = (p1, p2, seg_lo, seg_hi, start, end, settings)
-    up = changepoint._split(*args, "increase", iterate=False)
-    down = changepoint._split(*args, "decrease", iterate=False)
-    both = changepoint._split(*args, "both", iterate=False)
+    up = changepoint_split.split(*args, "increase", iterate=False)
+    down = changepoint_split.split(*args, "decrease", iterate=False)
+    both = changepoint_split.split(*args, "both", iterate=False)
     take_down = down[3] > up[3]
     for got, u, d in zip(both, up, down):
         assert np.array_equal(got, np.where(take_down, d, u))

@@ -303,3 +303,25 @@ def test_the_load_factor_is_recovered() -> None:
     assert np.corrcoef(load.values, truth)[0, 1] > 0.9
     few = {s: (TIMES, v) for s, v in list(f.series.items())[:5]}
     assert estimate_load(few, TIMES[0], TIMES[-1], 20) is None
+
+
+def test_pair_statistics_by_validity_pattern_match_the_masked_products() -> None:
+    """Energies and common points through the rows' distinct validity patterns equal the
+    products against every row (points exactly)."""
+    from regbot.detection.dedup.shared_cause import validity_patterns
+
+    rng = np.random.default_rng(7)
+    shapes = rng.random((4, 40)) > 0.2
+    va = shapes[rng.integers(0, 4, 30)].astype(np.float64)
+    vb = shapes[rng.integers(0, 4, 50)].astype(np.float64)
+    vb[7] = 1.0
+    za = rng.normal(size=va.shape) * va
+    pattern_a, of_a = validity_patterns(va)
+    pattern_b, of_b = validity_patterns(vb)
+    assert len(pattern_a) <= 4 and len(pattern_b) <= 5
+    np.testing.assert_array_equal(pattern_a[of_a], va)
+    np.testing.assert_array_equal(pattern_b[of_b], vb)
+    energy_a = ((za * za) @ pattern_b.T)[:, of_b]
+    np.testing.assert_allclose(energy_a, (za * za) @ vb.T, rtol=1e-13)
+    points = (pattern_a @ pattern_b.T)[np.ix_(of_a, of_b)]
+    np.testing.assert_array_equal(points, va @ vb.T)
