@@ -480,7 +480,7 @@ def _screen_rows(
     keeps its bucket index in ``indices`` for the next chunk)."""
     width = values.shape[1]
     one_axis = len(values) > 1 and bool(np.all(lengths == lengths[0]))
-    if one_axis:
+    if one_axis and times.strides[0] != 0:  # a broadcast of one row is one axis already
         first = int(lengths[0])
         one_axis = bool(np.all(times[:, :first] == times[0, :first]))
     mask_times = times[:1] if one_axis else times

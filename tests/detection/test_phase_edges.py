@@ -81,6 +81,10 @@ def test_the_screen_of_a_batch_is_the_screen_of_each_row(shape: str, monkeypatch
     for threshold in (Threshold("absolute", 0.4), Threshold("relative", 0.02)):
         whole = screen_long_term(values, batch_times, lengths, windows, threshold, 0.1)
         assert 0 < whole.sum() < len(values)
+        broadcast = np.broadcast_to(times, values.shape)  # a fleet's batch holds one row
+        assert np.array_equal(
+            screen_long_term(values, broadcast, lengths, windows, threshold, 0.1), whole
+        )
         for row in range(len(values)):  # alone: the row's own masks and profile
             one = slice(row, row + 1)
             alone = screen_long_term(
