@@ -54,9 +54,8 @@ from regbot.detection.went_away_trend import (
 __all__ = ["AxisKey", "axis_key", "went_away_verdicts"]
 
 AxisKey = tuple[int, int, float, object, bytes]
-GROUP_ROWS = (
-    512  # candidates judged at once: their arrays (the ACF's spectra the largest) stay small
-)
+# Candidates judged at once: their arrays (the ACF's spectra the largest) stay small.
+GROUP_ROWS = 512
 
 
 def axis_key(candidate: Candidate) -> AxisKey:
@@ -188,7 +187,7 @@ def _group_verdicts(
     candidates: list[Candidate], settings: WentAwaySettings, memos: list[PeriodMemo]
 ) -> list[Verdict]:
     """``went_away_verdict`` of candidates with one time axis, change point and windows (each
-    with enough points on both sides and no NaN), term by term over all of them."""
+    with enough points on both sides and finite values), term by term over all of them."""
     first = candidates[0]
     times = np.asarray(first.times_s, dtype=np.float64)
     raw = np.stack([np.asarray(c.values, dtype=np.float64) for c in candidates])
