@@ -21,7 +21,7 @@ __all__ = ["one_blas_thread"]
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
     """Run the block with BLAS limited to one thread (threadpoolctl), restored after."""
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     with threadpool_limits(limits=1, user_api="blas"):
         yield

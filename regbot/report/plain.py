@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 import numpy as np
 
@@ -37,10 +37,11 @@ def json_plain(value: object) -> JSONValue:
     other object is an error (a verdict number must be data)."""
     kind = type(value)
     if kind is float:  # the common cases first, by exact type (bool is not int here)
-        return value if math.isfinite(value) else None  # type: ignore[arg-type]
-    if kind is int or kind is str or value is None:
-        return value  # type: ignore[return-value]
-    if isinstance(value, str):
+        number = cast(float, value)
+        return number if math.isfinite(number) else None
+    if kind is int or kind is str:
+        return cast(int | str, value)
+    if value is None or isinstance(value, str):
         return value
     if isinstance(value, bool | np.bool_):
         return bool(value)
