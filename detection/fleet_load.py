@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from regbot.detection.noise_shape import MAD_NORMAL
 from regbot.detection.presets import DAY_S
-from regbot.detection.row_medians import row_medians_in_place
+from regbot.detection.row_stats import row_medians_in_place
 from regbot.detection.series_batch import SeriesBatch
 from regbot.detection.stage_settings import FleetLoadSettings
 

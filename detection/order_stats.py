@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-__all__ = ["mad", "median", "percentile"]
+__all__ = ["mad", "median", "percentile", "percentile_positions"]
 
 
 def median(values: np.ndarray) -> float:
@@ -44,15 +44,7 @@ def percentile(values: np.ndarray, q: float) -> float:
     order statistics around the virtual index (n − 1)·q/100 and numpy's interpolation between
     them (from the lower one below a fraction of ½, from the upper one from ½ on)."""
     v = np.asarray(values, dtype=np.float64)
-    n = v.size
-    index = (n - 1) * (q / 100)
-    below = math.floor(index)
-    above = below + 1
-    if index >= n - 1:
-        below = above = -1
-    elif index < 0:
-        below = above = 0
-    kth = sorted({0, n - 1, below % n, above % n})
+    index, below, above, kth = percentile_positions(v.size, q)
     part = np.partition(v, kth)
     if math.isnan(part[-1]):
         return math.nan
@@ -62,3 +54,17 @@ def percentile(values: np.ndarray, q: float) -> float:
     if gamma >= 0.5:
         return b - diff * (1 - gamma)
     return a + diff * gamma
+
+
+def percentile_positions(n: int, q: float) -> tuple[float, int, int, list[int]]:
+    """Where numpy's "linear" percentile ``q`` of ``n`` values reads: the virtual index
+    (n − 1)·q/100, the order statistics below and above it (-1: the last), and the ``kth`` to
+    partition at (those, the first and the last, whose NaN check follows numpy's)."""
+    index = (n - 1) * (q / 100)
+    below = math.floor(index)
+    above = below + 1
+    if index >= n - 1:
+        below = above = -1
+    elif index < 0:
+        below = above = 0
+    return index, below, above, sorted({0, n - 1, below % n, above % n})

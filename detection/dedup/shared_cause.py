@@ -18,7 +18,7 @@ import numpy.typing as npt
 from scipy.special import ndtr
 
 from regbot.detection.dedup_context import DedupContext, evenly_spaced
-from regbot.detection.row_medians import nan_row_medians
+from regbot.detection.row_stats import nan_row_medians
 
 __all__ = [
     "CLIP_Z",

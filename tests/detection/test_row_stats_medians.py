@@ -1,4 +1,4 @@
-"""Row-wise medians against numpy's, bit for bit: even and odd lengths, ties, NaN (some, all,
+"""Row-wise medians (row_stats) against numpy's, bit for bit: even and odd lengths, ties, NaN (some, all,
 none) and single columns."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from regbot.detection.row_medians import nan_row_medians, row_medians_in_place
+from regbot.detection.row_stats import nan_row_medians, row_medians_in_place
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 10, 11, 601])
